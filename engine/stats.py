@@ -1,0 +1,99 @@
+"""The one statistics type: the CLI prints it as JSON, the TUI status bar renders it, bench
+aggregates it, and remote engines map server-reported figures onto it.
+
+Only counts and timings are stored; every derived figure is a property so nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class Stats:
+    tokens: int = 0  # tokens emitted to the caller
+    drafted: int = 0  # draft tokens actually sent to the target for verification
+    accepted: int = 0  # of those, how many the target kept
+    target_passes: int = 0  # target decode calls during generation (prompt excluded)
+    prompt_tokens: int = 0  # prompt tokens in the request
+    prompt_tokens_decoded: int = 0  # of those, decoded now (the rest came from the prefix cache)
+    prompt_time_s: float = 0.0
+    draft_time_s: float = 0.0  # time spent producing drafts (draft model or lookup)
+    verify_time_s: float = 0.0  # time in target passes during generation
+    generation_time_s: float = 0.0  # wall time from first generated token pass to the end
+    draft_max: int = 0  # the largest draft length allowed
+    draft_length: int = 0  # the draft length the controller chose for the latest pass
+    drafting: bool = True  # False while the controller has turned drafting off (it did not pay)
+    drafted_by_position: list[int] = field(default_factory=list)
+    accepted_by_position: list[int] = field(default_factory=list)
+    requests: int = 0  # requests folded into this object (1 per request, more for a session)
+    acceptance_reported: bool = True  # False when a remote server reports no draft statistics
+
+    # -- derived figures -------------------------------------------------------------------------
+    @property
+    def acceptance(self) -> float | None:
+        """accepted / drafted as a fraction; None when nothing was drafted (never a made-up 0)."""
+        if not self.acceptance_reported or self.drafted == 0:
+            return None
+        return self.accepted / self.drafted
+
+    @property
+    def tokens_per_pass(self) -> float | None:
+        return self.tokens / self.target_passes if self.target_passes else None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        return self.tokens / self.generation_time_s if self.generation_time_s > 0 else None
+
+    @property
+    def acceptance_by_position(self) -> list[float | None]:
+        return [
+            (a / d if d else None)
+            for a, d in zip(self.accepted_by_position, self.drafted_by_position)
+        ]
+
+    # -- updates ---------------------------------------------------------------------------------
+    def record_pass(self, drafted: int, accepted: int) -> None:
+        """Count one verification pass with `drafted` proposals of which the first `accepted` held."""
+        self.target_passes += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        if drafted > len(self.drafted_by_position):
+            grow = drafted - len(self.drafted_by_position)
+            self.drafted_by_position.extend([0] * grow)
+            self.accepted_by_position.extend([0] * grow)
+        for i in range(drafted):
+            self.drafted_by_position[i] += 1
+            if i < accepted:
+                self.accepted_by_position[i] += 1
+
+    def merge(self, other: "Stats") -> None:
+        """Fold a finished request into a rolling (session) total."""
+        for f in fields(self):
+            name = f.name
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if name in ("draft_max", "draft_length", "drafting", "acceptance_reported"):
+                setattr(self, name, theirs)
+            elif name in ("drafted_by_position", "accepted_by_position"):
+                if len(theirs) > len(mine):
+                    mine.extend([0] * (len(theirs) - len(mine)))
+                for i, v in enumerate(theirs):
+                    mine[i] += v
+            else:
+                setattr(self, name, mine + theirs)
+
+    def copy(self) -> "Stats":
+        new = Stats(**{f.name: getattr(self, f.name) for f in fields(self)})
+        new.drafted_by_position = list(self.drafted_by_position)
+        new.accepted_by_position = list(self.accepted_by_position)
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: stored counts plus the derived figures."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("acceptance", "tokens_per_pass", "tokens_per_second", "acceptance_by_position"):
+            out[name] = getattr(self, name)
+        for key in ("prompt_time_s", "draft_time_s", "verify_time_s", "generation_time_s"):
+            out[key] = round(out[key], 6)
+        return out

@@ -1,0 +1,1 @@
+"""Theme files (themes/*.toml) shipped as package data; tui/themes.py loads them."""

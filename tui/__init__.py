@@ -1,0 +1,1 @@
+"""specterm.tui: the Textual application, CLI and configuration."""
