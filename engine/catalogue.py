@@ -107,11 +107,9 @@ class Catalogue:
                     hint=hint,
                 )
             near = nearest(slug, pair_names)
-            raise CatalogueError(
-                f"Unknown model {name!r}."
-                + (f" Nearest known: {', '.join(near)}." if near else ""),
-                hint=hint,
-            )
+            listed = (f"Nearest known: {', '.join(near)}." if near
+                      else f"Known pairs: {', '.join(pair_names)}.")
+            raise CatalogueError(f"Unknown model {name!r}. {listed}", hint=hint)
         return Pair(slug=slug, target=model, draft=self.models[model.draft_slug])
 
 
@@ -121,15 +119,20 @@ def normalise_name(name: str) -> str:
 
 
 def nearest(name: str, candidates: list[str], n: int = 3) -> list[str]:
-    """Up to `n` candidates closest to `name`; a shared family prefix counts when nothing is close."""
-    close = difflib.get_close_matches(name, candidates, n=n, cutoff=0.6)
-    if close:
-        return close
+    """Up to `n` candidates closest to `name`, best first.
+
+    Spelling similarity alone ranks `deepseek` closer to one DeepSeek size than to the family, so a
+    candidate that starts with the name's family (the part before the first dash) gets a bonus.
+    """
     family = name.split("-")[0]
-    same_family = [c for c in candidates if c.split("-")[0] == family or c.startswith(name)]
-    if same_family:
-        return same_family[:n]
-    return difflib.get_close_matches(name, candidates, n=n, cutoff=0.3)
+    scored = []
+    for cand in candidates:
+        score = difflib.SequenceMatcher(None, name, cand).ratio()
+        if family and cand.startswith(family):
+            score += 0.5
+        scored.append((score, cand))
+    scored.sort(key=lambda sc: -sc[0])
+    return [cand for score, cand in scored[:n] if score >= 0.5]
 
 
 def _casefold_get(quants: dict[str, ModelFile], quant: str) -> ModelFile | None:
