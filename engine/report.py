@@ -1,0 +1,324 @@
+"""The pair report `specterm doctor` prints: can this target and drafter work together, here?
+
+It reads each GGUF's header and vocabulary only (`Model.load(..., vocab_only=True)`: no weights are
+read, so checking a 32B model takes a second, not a minute), runs the same tokenizer check
+generation runs (`pairing.check_pair`), and estimates memory from the header: weights (the file
+size) plus the KV cache both models allocate at the configured context and KV type.
+
+Shape figures come from GGUF metadata (`<arch>.block_count`, ...), not from llama.cpp's model
+accessors, because a vocab-only model has no hyper-parameters loaded and some accessors abort the
+process on it. Problems (the pair cannot work) and warnings (it works, but slower or worse than it
+could) are sentences a user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import EngineError, PairingError
+from .settings import DEMO_TARGET, EngineSettings, ModelSettings
+
+# Bytes per KV cache element for each supported cache type (ggml block sizes: q8_0 packs 32 values
+# into 34 bytes, q4_0 into 18).
+KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """What doctor knows about one GGUF without loading its weights."""
+
+    role: str  # "target" | "draft"
+    path: str
+    file_name: str
+    name: str  # general.name from the file, else the file name
+    arch: str
+    n_params: int
+    file_bytes: int
+    n_layer: int
+    n_ctx_train: int
+    vocab_type: str
+    vocab_size: int
+    fim: bool  # has fill-in-the-middle tokens
+    chat_template: bool
+    gpu_layers_requested: int  # -1: all
+    gpu_layers_offloaded: int  # of n_layer + 1 (llama.cpp counts the output layer)
+    kv_cache_bytes: int  # at the configured context and KV type
+
+    @property
+    def layers_total(self) -> int:
+        return self.n_layer + 1
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Weights plus KV caches of both models; llama.cpp adds compute buffers on top (~100s of MiB)."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    gpu_bytes: int  # the part that lands in GPU memory, from the offloaded layer share
+    system_ram_bytes: int | None  # physical RAM of this machine, when the OS tells
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_cache_bytes
+
+    @property
+    def host_bytes(self) -> int:
+        return self.total_bytes - self.gpu_bytes
+
+
+@dataclass
+class PairReport:
+    target: ModelReport | None
+    draft: ModelReport | None
+    draft_kind: str  # "model" | "lookup" | "none"
+    demo: bool
+    gpu_offload_supported: bool
+    ctx: int
+    kv_type: str
+    vocab_compatible: bool | None  # None when there is no draft model to compare
+    memory: MemoryEstimate | None
+    problems: list[str] = field(default_factory=list)  # the pair cannot work
+    warnings: list[str] = field(default_factory=list)  # it works, but could do better
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        if self.memory is not None:
+            out["memory"]["total_bytes"] = self.memory.total_bytes
+            out["memory"]["host_bytes"] = self.memory.host_bytes
+        return out
+
+
+def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairReport:
+    """Inspect the configured pair. Never raises for a bad model: failures become `problems`."""
+    from .llama import gpu_offload_supported  # deferred: importing llama.cpp takes a moment
+
+    gpu = gpu_offload_supported()
+    problems: list[str] = []
+    warnings: list[str] = []
+    is_demo = demo if demo is not None else _is_demo(settings.target.path)
+
+    target_model = _load(settings.target, "target", problems)
+    draft_model = None
+    if settings.draft.kind == "model":
+        if settings.draft.model is None:
+            problems.append("The drafter is a model but no draft file is configured ([model] draft).")
+        else:
+            draft_model = _load(settings.draft.model, "draft model", problems)
+
+    try:
+        target = _describe(target_model, "target", settings.target, gpu) if target_model else None
+        draft = (
+            _describe(draft_model, "draft", settings.draft.model, gpu)
+            if draft_model and settings.draft.model
+            else None
+        )
+        vocab_compatible: bool | None = None
+        if target_model is not None and draft_model is not None:
+            from .pairing import check_pair
+
+            try:
+                check_pair(target_model, draft_model)
+                vocab_compatible = True
+            except PairingError as err:
+                vocab_compatible = False
+                problems.append(str(err))
+    finally:
+        for m in (target_model, draft_model):
+            if m is not None:
+                m.close()
+
+    ctx = settings.target.ctx
+    memory = _memory([r for r in (target, draft) if r is not None])
+    _warn(settings, target, draft, gpu, is_demo, memory, warnings, problems)
+    return PairReport(
+        target=target,
+        draft=draft,
+        draft_kind=settings.draft.kind,
+        demo=is_demo,
+        gpu_offload_supported=gpu,
+        ctx=ctx,
+        kv_type=settings.target.kv_type,
+        vocab_compatible=vocab_compatible,
+        memory=memory,
+        problems=problems,
+        warnings=warnings,
+    )
+
+
+def _is_demo(path: str) -> bool:
+    if path == DEMO_TARGET:
+        return True
+    try:
+        from .demo import demo_model_path
+
+        return os.path.abspath(path) == os.path.abspath(demo_model_path())
+    except EngineError:
+        return False
+
+
+def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model | None
+    from .llama import Model
+
+    try:
+        return Model.load(settings, vocab_only=True, what=what)
+    except EngineError as err:
+        problems.append(str(err))
+        return None
+
+
+def _hparam(model, key: str) -> int:
+    """An integer hyper-parameter from GGUF metadata (`<arch>.<key>`); 0 when absent."""
+    value = model.meta(f"{model.arch}.{key}")
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def kv_cache_bytes(
+    *, n_layer: int, ctx: int, n_head_kv: int, key_length: int, value_length: int, kv_type: str
+) -> int:
+    """K and V for every layer and position: n_layer * ctx * n_head_kv * (k + v) * bytes/element.
+
+    An upper bound for models with sliding-window layers (llama.cpp may allocate less there).
+    """
+    per_element = KV_BYTES_PER_ELEMENT.get(kv_type, 2.0)
+    return int(n_layer * ctx * n_head_kv * (key_length + value_length) * per_element)
+
+
+def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
+    n_layer = _hparam(model, "block_count")
+    n_ctx_train = _hparam(model, "context_length")
+    n_embd = _hparam(model, "embedding_length")
+    n_head = _hparam(model, "attention.head_count")
+    n_head_kv = _hparam(model, "attention.head_count_kv") or n_head
+    head_dim = n_embd // n_head if n_head else 0
+    key_length = _hparam(model, "attention.key_length") or head_dim
+    value_length = _hparam(model, "attention.value_length") or head_dim
+    ctx = settings.ctx if settings.ctx > 0 else n_ctx_train
+    total_layers = n_layer + 1
+    if not gpu:
+        offloaded = 0
+    elif settings.gpu_layers < 0:
+        offloaded = total_layers
+    else:
+        offloaded = min(settings.gpu_layers, total_layers)
+    return ModelReport(
+        role=role,
+        path=model.path,
+        file_name=model.name,
+        name=model.meta("general.name") or model.name,
+        arch=model.arch,
+        n_params=model.n_params,
+        file_bytes=model.file_size,
+        n_layer=n_layer,
+        n_ctx_train=n_ctx_train,
+        vocab_type=model.vocab_type,
+        vocab_size=model.vocab_size,
+        fim=model.fim is not None,
+        chat_template=bool(model.chat_template),
+        gpu_layers_requested=settings.gpu_layers,
+        gpu_layers_offloaded=offloaded,
+        kv_cache_bytes=kv_cache_bytes(
+            n_layer=n_layer, ctx=ctx, n_head_kv=n_head_kv, key_length=key_length,
+            value_length=value_length, kv_type=settings.kv_type,
+        ),
+    )
+
+
+def _system_ram() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _memory(models: list[ModelReport]) -> MemoryEstimate | None:
+    if not models:
+        return None
+    gpu = 0
+    for m in models:
+        share = m.gpu_layers_offloaded / m.layers_total if m.layers_total else 0.0
+        kv_share = min(m.gpu_layers_offloaded, m.n_layer) / m.n_layer if m.n_layer else 0.0
+        gpu += int(m.file_bytes * share + m.kv_cache_bytes * kv_share)
+    return MemoryEstimate(
+        weights_bytes=sum(m.file_bytes for m in models),
+        kv_cache_bytes=sum(m.kv_cache_bytes for m in models),
+        gpu_bytes=gpu,
+        system_ram_bytes=_system_ram(),
+    )
+
+
+def _warn(
+    settings: EngineSettings,
+    target: ModelReport | None,
+    draft: ModelReport | None,
+    gpu: bool,
+    demo: bool,
+    memory: MemoryEstimate | None,
+    warnings: list[str],
+    problems: list[str],
+) -> None:
+    """Everything doctor can say about the pair beyond 'it loads'."""
+    if target is not None:
+        if target.n_ctx_train and settings.target.ctx > target.n_ctx_train:
+            warnings.append(
+                f"[model] ctx = {settings.target.ctx} exceeds the {target.n_ctx_train} tokens "
+                f"{target.file_name} was trained on; output degrades past that. Lower ctx."
+            )
+        if not target.fim:
+            warnings.append(
+                f"{target.file_name} has no fill-in-the-middle tokens: inline completions see only "
+                "the text before the cursor. Use a code model with FIM (e.g. Qwen2.5-Coder)."
+            )
+        if not target.chat_template:
+            warnings.append(
+                f"{target.file_name} has no chat template: the chat pane falls back to a plain prompt."
+            )
+    if draft is not None and target is not None and draft.file_bytes >= target.file_bytes:
+        warnings.append(
+            f"The draft {draft.file_name} is not smaller than the target {target.file_name}: "
+            "drafting cannot pay. Use a much smaller model of the same family."
+        )
+    requested_gpu = settings.target.gpu_layers != 0 or (
+        settings.draft.model is not None and settings.draft.model.gpu_layers != 0
+    )
+    if not gpu and requested_gpu and target is not None and not demo:
+        warnings.append(
+            "This llama.cpp build cannot offload to a GPU, so everything runs on the CPU. For CUDA "
+            "reinstall with CMAKE_ARGS=\"-DGGML_CUDA=on\" pip install --force-reinstall "
+            "--no-cache-dir llama-cpp-python==0.3.36 (Metal is on by default on Apple silicon)."
+        )
+    if gpu and target is not None and draft is not None:
+        if target.gpu_layers_offloaded > 0 and draft.gpu_layers_offloaded == 0:
+            warnings.append(
+                "The target runs on the GPU but the draft on the CPU ([model] draft_gpu_layers = 0): "
+                "drafting will be slow. Offload the draft too (draft_gpu_layers = -1)."
+            )
+    if memory is not None and memory.system_ram_bytes:
+        host = memory.host_bytes
+        if host > memory.system_ram_bytes:
+            problems.append(
+                f"The pair needs about {_gib(host)} of RAM (weights and KV cache at ctx "
+                f"{settings.target.ctx}) but this machine has {_gib(memory.system_ram_bytes)}. "
+                "Lower [model] ctx, use kv_type = \"q8_0\", a smaller quantization, or offload "
+                "more layers to a GPU."
+            )
+        elif host > 0.8 * memory.system_ram_bytes:
+            warnings.append(
+                f"The pair needs about {_gib(host)} of this machine's {_gib(memory.system_ram_bytes)} "
+                "of RAM; other programs may push it into swap."
+            )
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB"
+
