@@ -14,7 +14,7 @@ could) are sentences a user can act on.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .errors import EngineError, PairingError
@@ -104,8 +104,18 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
     problems: list[str] = []
     warnings: list[str] = []
     is_demo = demo if demo is not None else _is_demo(settings.target.path)
+    target_settings = settings.target
+    if target_settings.path == DEMO_TARGET:
+        try:
+            from .demo import demo_model_path
 
-    target_model = _load(settings.target, "target", problems)
+            target_settings = replace(target_settings, path=demo_model_path())
+        except EngineError as err:
+            problems.append(str(err))
+
+    target_model = (
+        _load(target_settings, "target", problems) if target_settings.path != DEMO_TARGET else None
+    )
     draft_model = None
     if settings.draft.kind == "model":
         if settings.draft.model is None:

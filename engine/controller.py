@@ -1,0 +1,136 @@
+"""Choosing the draft length from what drafting actually costs and earns.
+
+With per-token acceptance a and draft length g, one target pass yields on average
+E(g) = (1 - a^(g+1)) / (1 - a) tokens and costs g * t_d (drafting) + t_v(g+1) (verifying g+1
+tokens). The controller measures a, t_d and t_v(n) online and picks the g that maximises
+E(g) / (g * t_d + t_v(g+1)). g = 0 is plain decoding, chosen whenever drafting does not pay: a tiny
+target on a CPU, where verifying k tokens costs nearly k single decodes, or a drafter that keeps
+guessing wrong. While off, it probes with a short draft now and then, so it notices when drafting
+starts paying again (code that repeats itself, a new request).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .settings import SpeculativeSettings
+
+_ALPHA = 0.15  # weight of a new timing sample in the moving averages
+_DECAY = 0.97  # per-pass decay of the acceptance evidence (recent passes matter more)
+
+
+@dataclass
+class CostModel:
+    """Moving averages of measured times, in seconds."""
+
+    draft_token: float | None = None  # time to produce one draft token
+    verify: dict[int, float] | None = None  # batch size -> time of one target pass
+
+    def __post_init__(self) -> None:
+        if self.verify is None:
+            self.verify = {}
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        old = self.verify.get(n)
+        self.verify[n] = seconds if old is None else old + _ALPHA * (seconds - old)
+
+    def observe_draft(self, tokens: int, seconds: float) -> None:
+        if tokens <= 0:
+            return
+        per = seconds / tokens
+        old = self.draft_token
+        self.draft_token = per if old is None else old + _ALPHA * (per - old)
+
+    def t_verify(self, n: int) -> float | None:
+        """Measured t_v(n), or a linear fit through the measured sizes (an estimate)."""
+        v = self.verify
+        if n in v:
+            return v[n]
+        if not v:
+            return None
+        sizes = sorted(v)
+        if len(sizes) == 1:
+            s = sizes[0]
+            # One size known: assume each extra token costs a quarter of a one-token pass until
+            # measured (optimistic, so the controller tries drafting and then learns).
+            return v[s] * (1.0 + 0.25 * (n - s) / max(s, 1))
+        # least-squares line through (size, time)
+        xs, ys = sizes, [v[s] for s in sizes]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+        slope = max(slope, 0.0)
+        return max(my + slope * (n - mx), 1e-6)
+
+
+class DraftController:
+    """Picks the next draft length; `fixed` (adaptive off) always returns draft_max."""
+
+    def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False) -> None:
+        self.spec = spec
+        self.adaptive = spec.adaptive
+        self.costs = CostModel()
+        self.draft_is_free = draft_is_free  # prompt lookup: drafting costs ~nothing
+        # Evidence for the per-token acceptance a (geometric model): successes and failures.
+        self._succ = 1.0
+        self._fail = 1.0
+        self._since_probe = 0
+        self._probe_every = 16
+        self.length = min(4, spec.draft_max)  # start by measuring a short draft
+        self.off = False  # True while drafting does not pay
+
+    @property
+    def acceptance(self) -> float:
+        return self._succ / (self._succ + self._fail)
+
+    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        """Record one pass: `drafted` proposals of which `accepted` held."""
+        self.costs.observe_verify(drafted + 1, verify_s)
+        if drafted:
+            self.costs.observe_draft(drafted, draft_s)
+            self._succ = self._succ * _DECAY + accepted
+            self._fail = self._fail * _DECAY + (1 if accepted < drafted else 0)
+
+    def expected_tokens(self, g: int) -> float:
+        a = min(self.acceptance, 0.999)
+        return (1.0 - a ** (g + 1)) / (1.0 - a)
+
+    def rate(self, g: int) -> float | None:
+        """Expected tokens per second at draft length g, from the current measurements."""
+        tv = self.costs.t_verify(g + 1)
+        if tv is None:
+            return None
+        td = 0.0 if (self.draft_is_free or g == 0) else (self.costs.draft_token or 0.0)
+        return self.expected_tokens(g) / (g * td + tv)
+
+    def next_length(self) -> int:
+        """Draft length for the next pass."""
+        dmax = self.spec.draft_max
+        if not self.adaptive or dmax <= 0:
+            self.off = dmax <= 0
+            return max(dmax, 0)
+        base = self.rate(0)
+        if base is None:  # nothing measured yet: measure a short draft first
+            return self.length
+        best_g, best_r = 0, base
+        for g in range(1, dmax + 1):
+            r = self.rate(g)
+            if r is not None and r > best_r:
+                best_g, best_r = g, r
+        # Require a margin so noise does not keep it drafting at a loss.
+        if best_g and best_r < base * 1.03:
+            best_g = 0
+        if best_g == 0:
+            self._since_probe += 1
+            if self._since_probe >= self._probe_every:
+                self._since_probe = 0
+                self._probe_every = min(self._probe_every * 2, 256)
+                self.length, self.off = min(2, dmax), True
+                return self.length  # a short probe: cheap, refreshes the acceptance estimate
+            self.length, self.off = 0, True
+            return 0
+        if self.off:
+            self._probe_every = 16
+        self._since_probe = 0
+        self.length, self.off = best_g, False
+        return best_g

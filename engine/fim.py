@@ -1,0 +1,143 @@
+"""Fill-in-the-middle prompts and the rules that make completions fit inline use.
+
+Prompt layout (the target's own FIM tokens, as llama.cpp's server builds /infill prompts):
+
+    [FIM_REP]repo\n [FIM_SEP]path\n<file text> ...           (only with repo/file-separator tokens)
+    [FIM_PRE]<prefix>[FIM_SUF]<suffix>[FIM_MID]
+
+Models without FIM tokens fall back to completing the prefix alone.
+
+Trimming policy (keep what is nearest the cursor): the token budget is the context minus the
+completion's max_tokens and a small margin. The suffix gets at most a quarter of it, keeping its
+*start*; the prefix gets the rest, keeping its *end*; other files get only what is left, nearest
+first, each trimmed from its end. So a huge file still completes with full local context.
+
+Token healing: the prefix's last token is removed from the prompt and the first generated token is
+constrained to start with its bytes (which are not emitted again). A prefix ending in four spaces
+therefore continues with `return`, not ` return` after a fifth space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .llama import Model
+from .requests import CompletionRequest
+
+MARGIN = 8
+
+
+@dataclass
+class FimPrompt:
+    tokens: list[int]
+    heal: bytes  # the removed last prefix token's bytes
+    stop_tokens: frozenset[int]
+    fim: bool  # True when the model's FIM tokens were used
+
+
+def _cut_start(tokens: list[int], n: int) -> list[int]:
+    return tokens[-n:] if n > 0 else []
+
+
+def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> FimPrompt:
+    budget = max(model.n_ctx - max_tokens - MARGIN, 16)
+    prefix = model.tokenize(req.prefix)
+    heal = b""
+    if prefix:
+        heal = model.piece(prefix[-1])
+        prefix = prefix[:-1]
+    bos = [model.bos] if model.add_bos and model.bos >= 0 else []
+    fim = model.fim
+    if fim is None:
+        tokens = bos + _cut_start(prefix, budget - len(bos))
+        return FimPrompt(tokens, heal, frozenset(), False)
+
+    suffix = model.tokenize(req.suffix)[: budget // 4]
+    room = budget - len(bos) - 3 - len(suffix)
+    prefix = _cut_start(prefix, room)
+    room -= len(prefix)
+
+    head: list[int] = []
+    stops = {t for t in (fim.pad, fim.rep, fim.sep, fim.pre, fim.suf, fim.mid) if t >= 0}
+    if fim.rep >= 0 and fim.sep >= 0 and (req.context_files or req.path):
+        repo = model.tokenize("specterm\n")
+        parts: list[int] = [fim.rep] + repo
+        for cf in req.context_files:
+            piece = [fim.sep] + model.tokenize(f"{cf.path}\n{cf.text}")
+            if len(parts) + len(piece) + 64 > room:
+                piece = piece[: max(room - len(parts) - 64, 0)]
+            if len(piece) <= 1:
+                break
+            parts += piece
+        own = [fim.sep] + model.tokenize(f"{req.path or 'untitled'}\n")
+        if len(parts) + len(own) <= room:
+            head = parts + own
+    tokens = bos + head + [fim.pre] + prefix + [fim.suf] + suffix + [fim.mid]
+    return FimPrompt(tokens, heal, frozenset(stops), True)
+
+
+def line_indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+class InlineStops:
+    """Stop rules for editor completions: end of line (single-line mode), a line cap, the end of
+    the block the cursor is in (a line indented less than the cursor line), and text that starts
+    repeating what already follows the cursor."""
+
+    def __init__(self, req: CompletionRequest) -> None:
+        self.multiline = req.multiline
+        self.max_lines = max(1, req.max_lines)
+        cur = req.prefix.rsplit("\n", 1)[-1]
+        self.cursor_line = cur
+        self.block_indent = line_indent(cur) if cur.strip() else len(cur)
+        following = req.suffix.split("\n")
+        self.next_lines = [ln for ln in following[1:] if ln.strip()][:3]
+
+    def __call__(self, text: str) -> str | None:
+        if "\n" not in text:
+            return None
+        lines = text.split("\n")
+        done = lines[:-1]  # lines completed so far
+        if not self.multiline and (self.cursor_line + done[0]).strip():
+            return "stop"
+        if len(done) > self.max_lines:
+            return "stop"
+        for ln in done[1:]:
+            if ln.strip() and line_indent(ln) < self.block_indent:
+                return "stop"
+        if self.next_lines and len(done) >= 2 and done[-1].strip() and \
+                done[-1].strip() == self.next_lines[0].strip():
+            return "stop"
+        return None
+
+
+def finish_completion(text: str, req: CompletionRequest) -> str:
+    """Cut a finished completion to what is worth showing inline."""
+    stops = InlineStops(req)
+    lines = text.split("\n")
+    if not stops.multiline:
+        first = lines[0]
+        if not (stops.cursor_line + first).strip() and len(lines) > 1:
+            lines = lines[:2]  # cursor at an empty line end: allow the next line
+        else:
+            lines = lines[:1]
+    keep = [lines[0]]
+    for ln in lines[1 : stops.max_lines + 1]:
+        if ln.strip() and line_indent(ln) < stops.block_indent:
+            break
+        keep.append(ln)
+    # Drop trailing lines that repeat the lines after the cursor.
+    nxt = stops.next_lines
+    while len(keep) > 1 and nxt and keep[-1].strip() and keep[-1].strip() == nxt[0].strip():
+        keep.pop()
+    while len(keep) > 1 and not keep[-1].strip():
+        keep.pop()
+    out = "\n".join(keep)
+    # Drop a tail that repeats what follows the cursor on its own line (e.g. closing brackets).
+    rest = req.suffix.split("\n", 1)[0]
+    if rest.strip() and out.endswith(rest.strip()) and "\n" not in out:
+        out = out[: len(out) - len(rest.strip())]
+    if out.strip() and req.suffix.lstrip().startswith(out.strip()):
+        return ""  # the whole suggestion is what is already there
+    return out.rstrip() if "\n" in out else out

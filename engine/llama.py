@@ -1,0 +1,474 @@
+"""The one place that talks to llama.cpp.
+
+`Model` wraps a llama.cpp model and its single context: loading with checks done on the Python side
+before llama.cpp could abort the process, tokenization, batched decoding into a batch buffer that is
+allocated once, logits read as numpy views of llama.cpp's own memory, and KV-cache trimming.
+Everything above this module works with plain token ids and numpy arrays.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import llama_cpp as lc
+
+from .errors import ContextOverflowError, ModelLoadError
+from .settings import ModelSettings
+
+GGUF_MAGIC = b"GGUF"
+_KV_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
+VOCAB_TYPE_NAMES = {
+    lc.LLAMA_VOCAB_TYPE_NONE: "none",
+    lc.LLAMA_VOCAB_TYPE_SPM: "spm",
+    lc.LLAMA_VOCAB_TYPE_BPE: "bpe",
+    lc.LLAMA_VOCAB_TYPE_WPM: "wpm",
+    lc.LLAMA_VOCAB_TYPE_UGM: "ugm",
+    lc.LLAMA_VOCAB_TYPE_RWKV: "rwkv",
+}
+
+# --- logging and backend -----------------------------------------------------------------------
+_log_lock = threading.Lock()
+_recent_log: deque[str] = deque(maxlen=40)
+_verbose = False
+_backend_ready = False
+
+
+@lc.llama_log_callback
+def _log_callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+    """Keep llama.cpp quiet unless asked; remember recent lines so errors can quote them."""
+    msg = text.decode("utf-8", errors="replace")
+    with _log_lock:
+        _recent_log.append(msg)
+    if _verbose:
+        os.write(2, text)
+
+
+def set_verbose(verbose: bool) -> None:
+    global _verbose
+    _verbose = verbose
+
+
+def _init_backend() -> None:
+    global _backend_ready
+    if not _backend_ready:
+        lc.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        lc.llama_backend_init()
+        _backend_ready = True
+
+
+def _recent_errors() -> str:
+    """The last few llama.cpp log lines that look like errors, for a user-facing message."""
+    with _log_lock:
+        lines = [line.strip() for line in _recent_log if line.strip()]
+        _recent_log.clear()
+    hits = [ln for ln in lines if any(w in ln.lower() for w in ("error", "failed", "unknown", "invalid"))]
+    return "; ".join(hits[-3:])
+
+
+def gpu_offload_supported() -> bool:
+    """True when this llama.cpp build has a GPU backend (CUDA, Metal, Vulkan, ...)."""
+    _init_backend()
+    return bool(lc.llama_supports_gpu_offload())
+
+
+# --- file checks before llama.cpp sees the file --------------------------------------------------
+def check_gguf_file(path: str, *, what: str = "model") -> None:
+    """Fail with an actionable message for a missing, non-GGUF or obviously truncated file.
+
+    llama.cpp reports these cases only in its log and returns NULL; some truncations make it read
+    past the end. Checking the header here gives the user a clear sentence instead.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ModelLoadError(
+            f"The {what} file {path} does not exist.",
+            hint="Check the path in your config or on the command line (`specterm doctor` shows both).",
+        )
+    if p.is_dir():
+        raise ModelLoadError(f"The {what} path {path} is a directory, not a GGUF file.",
+                             hint="Point it at a .gguf file inside that directory.")
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(24)
+    except OSError as exc:
+        raise ModelLoadError(f"Cannot read the {what} file {path}: {exc.strerror}.") from None
+    if len(head) < 24 or head[:4] != GGUF_MAGIC:
+        raise ModelLoadError(
+            f"The {what} file {path} is not a GGUF file (it does not start with the GGUF magic bytes).",
+            hint="specterm loads llama.cpp GGUF models; convert other formats with llama.cpp's "
+            "convert_hf_to_gguf.py or download a .gguf build of the model.",
+        )
+    version, n_tensors, n_kv = struct.unpack("<IQQ", head[4:24])
+    if version not in (2, 3) or n_kv > 1_000_000 or n_tensors > 10_000_000:
+        raise ModelLoadError(
+            f"The {what} file {path} has a damaged GGUF header (version {version}).",
+            hint="Download the file again; it is corrupt or truncated.",
+        )
+
+
+@dataclass(frozen=True)
+class FimTokens:
+    """Fill-in-the-middle special tokens of a model (-1 where absent)."""
+
+    pre: int
+    suf: int
+    mid: int
+    pad: int = -1
+    rep: int = -1
+    sep: int = -1
+
+
+class Model:
+    """A loaded GGUF model plus one llama.cpp context (not thread-safe: one owner thread)."""
+
+    def __init__(self) -> None:  # use Model.load()
+        self._model = None
+        self._ctx = None
+        self._batch = None
+        self._closed = True
+
+    # -- loading ---------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, settings: ModelSettings, *, vocab_only: bool = False, what: str = "model") -> "Model":
+        _init_backend()
+        path = str(Path(settings.path).expanduser())
+        check_gguf_file(path, what=what)
+        self = cls()
+        self.settings = settings
+        self.path = path
+        self.name = Path(path).name
+        self.vocab_only = vocab_only
+
+        mparams = lc.llama_model_default_params()
+        mparams.n_gpu_layers = settings.gpu_layers if settings.gpu_layers >= 0 else 999
+        mparams.use_mmap = settings.mmap
+        mparams.use_mlock = settings.mlock
+        mparams.vocab_only = vocab_only
+        _recent_errors()  # forget old log lines
+        model = lc.llama_model_load_from_file(path.encode(), mparams)
+        if not model:
+            detail = _recent_errors()
+            raise ModelLoadError(
+                f"llama.cpp could not load the {what} {path}" + (f": {detail}" if detail else "."),
+                hint="The file may be truncated, or its architecture may be unsupported by this "
+                "llama.cpp build (llama-cpp-python 0.3.36). Re-download it, or pick another GGUF.",
+            )
+        self._model = model
+        self._closed = False
+        self._vocab = lc.llama_model_get_vocab(model)
+        self.vocab_size = lc.llama_vocab_n_tokens(self._vocab)
+        self._pieces: list[bytes] | None = None
+        if vocab_only:
+            return self
+
+        cparams = lc.llama_context_default_params()
+        n_ctx = settings.ctx if settings.ctx > 0 else lc.llama_model_n_ctx_train(model)
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = min(settings.batch, n_ctx)
+        cparams.n_ubatch = min(settings.ubatch, cparams.n_batch)
+        cparams.n_seq_max = 1
+        threads = settings.threads or max(1, (os.cpu_count() or 2))
+        cparams.n_threads = threads
+        cparams.n_threads_batch = threads
+        cparams.flash_attn_type = 1 if settings.flash_attn else 0
+        kv = _KV_TYPES.get(settings.kv_type)
+        if kv is None:
+            self.close()
+            raise ModelLoadError(
+                f"Unknown KV cache type {settings.kv_type!r} for {self.name}.",
+                hint=f"Use one of: {', '.join(_KV_TYPES)}.",
+            )
+        cparams.type_k = kv
+        cparams.type_v = kv
+        cparams.no_perf = True
+        ctx = lc.llama_init_from_model(model, cparams)
+        if not ctx:
+            detail = _recent_errors()
+            self.close()
+            raise ModelLoadError(
+                f"llama.cpp could not create a context of {n_ctx} tokens for {path}"
+                + (f": {detail}" if detail else "."),
+                hint="The model and its KV cache may not fit in memory: lower [model] ctx, use a "
+                "smaller quantization, or offload fewer layers.",
+            )
+        self._ctx = ctx
+        self.n_ctx = lc.llama_n_ctx(ctx)
+        self.n_batch = lc.llama_n_batch(ctx)
+        self._mem = lc.llama_get_memory(ctx)
+        self._batch = lc.llama_batch_init(self.n_batch, 0, 1)
+        return self
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._batch is not None:
+            lc.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx:
+            lc.llama_free(self._ctx)
+            self._ctx = None
+        if self._model:
+            lc.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- metadata --------------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(4096)
+        n = lc.llama_model_meta_val_str(self._model, key.encode(), buf, ctypes.sizeof(buf))
+        if n < 0:
+            return None
+        if n >= ctypes.sizeof(buf):  # long values (chat templates): ask again with room
+            buf = ctypes.create_string_buffer(n + 1)
+            lc.llama_model_meta_val_str(self._model, key.encode(), buf, n + 1)
+        return buf.value.decode("utf-8", errors="replace")
+
+    @property
+    def arch(self) -> str:
+        return self.meta("general.architecture") or "unknown"
+
+    @property
+    def n_params(self) -> int:
+        return int(lc.llama_model_n_params(self._model))
+
+    @property
+    def size_bytes(self) -> int:
+        return int(lc.llama_model_size(self._model))
+
+    @property
+    def file_size(self) -> int:
+        return os.path.getsize(self.path)
+
+    @property
+    def n_layer(self) -> int:
+        return int(lc.llama_model_n_layer(self._model))
+
+    @property
+    def n_ctx_train(self) -> int:
+        return int(lc.llama_model_n_ctx_train(self._model))
+
+    @property
+    def n_embd(self) -> int:
+        return int(lc.llama_model_n_embd(self._model))
+
+    @property
+    def n_head(self) -> int:
+        return int(lc.llama_model_n_head(self._model))
+
+    @property
+    def n_head_kv(self) -> int:
+        return int(lc.llama_model_n_head_kv(self._model))
+
+    @property
+    def gpu_layers(self) -> int:
+        """Layers actually offloaded: none without a GPU backend, else min(requested, n_layer + 1)."""
+        if not gpu_offload_supported():
+            return 0
+        req = self.settings.gpu_layers
+        total = self.n_layer + 1  # llama.cpp counts the output layer too
+        return total if req < 0 else min(req, total)
+
+    @property
+    def vocab_type(self) -> str:
+        return VOCAB_TYPE_NAMES.get(lc.llama_vocab_type(self._vocab), "unknown")
+
+    @property
+    def add_bos(self) -> bool:
+        return bool(lc.llama_vocab_get_add_bos(self._vocab))
+
+    @property
+    def add_eos(self) -> bool:
+        return bool(lc.llama_vocab_get_add_eos(self._vocab))
+
+    @property
+    def bos(self) -> int:
+        return int(lc.llama_vocab_bos(self._vocab))
+
+    @property
+    def eos(self) -> int:
+        return int(lc.llama_vocab_eos(self._vocab))
+
+    @property
+    def fim(self) -> FimTokens | None:
+        v = self._vocab
+        pre, suf, mid = lc.llama_vocab_fim_pre(v), lc.llama_vocab_fim_suf(v), lc.llama_vocab_fim_mid(v)
+        if min(pre, suf, mid) < 0:
+            return None
+        return FimTokens(pre, suf, mid, lc.llama_vocab_fim_pad(v), lc.llama_vocab_fim_rep(v),
+                         lc.llama_vocab_fim_sep(v))
+
+    @property
+    def chat_template(self) -> str | None:
+        t = lc.llama_model_chat_template(self._model, None)
+        return t.decode("utf-8", errors="replace") if t else None
+
+    # -- vocabulary ------------------------------------------------------------------------------
+    def is_eog(self, token: int) -> bool:
+        return bool(lc.llama_vocab_is_eog(self._vocab, token))
+
+    def is_control(self, token: int) -> bool:
+        return bool(lc.llama_vocab_is_control(self._vocab, token))
+
+    def token_text(self, token: int) -> str:
+        """The vocabulary's own text for a token id (used by the pairing check)."""
+        t = lc.llama_vocab_get_text(self._vocab, token)
+        return t.decode("utf-8", errors="replace") if t else ""
+
+    def tokenize(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (lc.llama_token * n_max)()
+        n = lc.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_special, parse_special)
+        if n < 0:  # buffer too small: -n is the size needed
+            n_max = -n
+            buf = (lc.llama_token * n_max)()
+            n = lc.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_special, parse_special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token adds to the text (special tokens render as nothing)."""
+        pieces = self._pieces
+        if pieces is not None:
+            return pieces[token]
+        return self._piece_uncached(token)
+
+    def _piece_uncached(self, token: int, special: bool = False) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = lc.llama_token_to_piece(self._vocab, token, buf, 64, 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = lc.llama_token_to_piece(self._vocab, token, buf, -n, 0, special)
+        return buf.raw[:n]
+
+    def pieces(self) -> list[bytes]:
+        """Every token's bytes, computed once (token healing scans the whole vocabulary)."""
+        if self._pieces is None:
+            self._pieces = [self._piece_uncached(t) for t in range(self.vocab_size)]
+        return self._pieces
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def apply_chat_template(self, messages: list[tuple[str, str]], *, add_assistant: bool = True) -> str:
+        """Format a conversation with the model's own template (llama.cpp's built-in renderers)."""
+        tmpl = lc.llama_model_chat_template(self._model, None)
+        if not tmpl:
+            raise ModelLoadError(
+                f"{self.name} has no chat template in its GGUF metadata.",
+                hint="Use an instruct/chat build of the model for the chat pane.",
+            )
+        keep = [(r.encode(), c.encode()) for r, c in messages]
+        arr = (lc.llama_chat_message * len(keep))()
+        for i, (r, c) in enumerate(keep):
+            arr[i].role = r
+            arr[i].content = c
+        size = sum(len(c) + len(r) for r, c in keep) * 2 + 256
+        buf = ctypes.create_string_buffer(size)
+        n = lc.llama_chat_apply_template(tmpl, arr, len(keep), add_assistant, buf, size)
+        if n > size:
+            buf = ctypes.create_string_buffer(n)
+            n = lc.llama_chat_apply_template(tmpl, arr, len(keep), add_assistant, buf, n)
+        if n < 0:
+            raise ModelLoadError(
+                f"llama.cpp does not know the chat template of {self.name}.",
+                hint="Pick a model whose template llama.cpp supports (ChatML, Llama 3, Gemma, ...).",
+            )
+        return buf.raw[:n].decode("utf-8", errors="replace")
+
+    # -- decoding --------------------------------------------------------------------------------
+    def decode(self, tokens: list[int], start_pos: int, *, logits_from: int | None = None) -> None:
+        """Decode `tokens` at positions start_pos.. into the KV cache (sequence 0).
+
+        Logits are requested for tokens at index >= logits_from (default: only the last one).
+        The batch must fit `n_batch` and the context: checked here, because llama.cpp aborts the
+        whole process (GGML_ASSERT) when it does not.
+        """
+        n = len(tokens)
+        if n == 0:
+            return
+        if n > self.n_batch:
+            raise ContextOverflowError(
+                f"Internal: a batch of {n} tokens exceeds n_batch={self.n_batch} for {self.name}."
+            )
+        if start_pos + n > self.n_ctx:
+            raise ContextOverflowError(
+                f"The request needs {start_pos + n} tokens but the context of {self.name} holds "
+                f"{self.n_ctx}.",
+                hint="Raise [model] ctx (--ctx), or ask for fewer tokens (--max-tokens).",
+            )
+        if logits_from is None:
+            logits_from = n - 1
+        b = self._batch
+        b.n_tokens = n
+        for i, tok in enumerate(tokens):
+            b.token[i] = tok
+            b.pos[i] = start_pos + i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+            b.logits[i] = 1 if i >= logits_from else 0
+        self._n_out = n - logits_from
+        rc = lc.llama_decode(self._ctx, b)
+        if rc != 0:
+            raise ContextOverflowError(
+                f"llama.cpp failed to decode a batch of {n} tokens for {self.name} (code {rc}).",
+                hint="The KV cache may be full: raise [model] ctx or shorten the request.",
+            )
+
+    def decode_prompt(self, tokens: list[int], start_pos: int) -> None:
+        """Decode a long token list in n_batch chunks; logits only for the final token."""
+        for i in range(0, len(tokens), self.n_batch):
+            chunk = tokens[i : i + self.n_batch]
+            last = i + self.n_batch >= len(tokens)
+            self.decode(chunk, start_pos + i, logits_from=len(chunk) - 1 if last else len(chunk))
+
+    def logits(self, i: int = -1) -> np.ndarray:
+        """Logits of output row i of the last decode, as a numpy view of llama.cpp's buffer
+        (valid until the next decode: copy it if you keep it)."""
+        ptr = lc.llama_get_logits_ith(self._ctx, i)
+        if not ptr:
+            raise RuntimeError(f"no logits for output {i} of {self.name}")
+        return np.ctypeslib.as_array(ptr, shape=(self.vocab_size,))
+
+    def logits_rows(self, n: int) -> np.ndarray:
+        """The last n output rows of the last decode as one (n, vocab) view."""
+        first = self._n_out - n
+        ptr = lc.llama_get_logits_ith(self._ctx, first - self._n_out)
+        return np.ctypeslib.as_array(ptr, shape=(n, self.vocab_size))
+
+    def trim(self, n_keep: int) -> bool:
+        """Drop KV entries at positions >= n_keep; False if the memory cannot do partial removal."""
+        return bool(lc.llama_memory_seq_rm(self._mem, 0, n_keep, -1))
+
+    def clear(self) -> None:
+        lc.llama_memory_clear(self._mem, True)
+
+
+QUANT_TYPES = {"q4_0": lc.LLAMA_FTYPE_MOSTLY_Q4_0, "q8_0": lc.LLAMA_FTYPE_MOSTLY_Q8_0,
+               "q4_1": lc.LLAMA_FTYPE_MOSTLY_Q4_1, "q5_0": lc.LLAMA_FTYPE_MOSTLY_Q5_0}
+
+
+def quantize(src: str, dst: str, kind: str = "q4_0", threads: int = 0) -> None:
+    """Write a requantized copy of a GGUF (a cheap same-vocabulary draft for tests and demos)."""
+    _init_backend()
+    check_gguf_file(src)
+    params = lc.llama_model_quantize_default_params()
+    params.ftype = QUANT_TYPES[kind]
+    params.allow_requantize = True
+    params.nthread = threads
+    rc = lc.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
+    if rc != 0:
+        raise ModelLoadError(f"llama.cpp could not quantize {src} to {kind} (code {rc}): {_recent_errors()}")

@@ -1,0 +1,359 @@
+"""LocalEngine: llama.cpp in this process, behind the async Engine protocol.
+
+One worker thread owns both llama contexts (they are not thread-safe) and runs one generation at a
+time; asyncio callers receive events through a queue. Who yields when two requests want the models:
+
+- an inline completion supersedes a completion that is still running or waiting (the editor only
+  wants the newest cursor position);
+- a chat request supersedes a running completion (the user asked explicitly; the editor asks again
+  after the next typing pause);
+- a completion that arrives while a chat answer is being generated is answered at once with
+  `Finished(reason="busy")` and never interrupts the chat;
+- plain `generate` requests queue in order.
+
+Cancellation is checked before every target pass, so it takes effect within one pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import AsyncIterator, Callable
+
+from .drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
+from .errors import EngineError, ModelLoadError
+from .fim import InlineStops, build_fim_prompt, finish_completion
+from .llama import Model, gpu_offload_supported, set_verbose
+from .pairing import check_pair
+from .requests import (
+    ChatRequest,
+    CompletionRequest,
+    EngineInfo,
+    Event,
+    Finished,
+    GenerateRequest,
+    Request,
+    StatsUpdate,
+    TextDelta,
+)
+from .settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
+from .speculative import GenerationJob, SpeculativeDecoder
+from .stats import Stats
+
+ProgressFn = Callable[[str, float], None]
+
+
+def resolve_target(settings: ModelSettings) -> ModelSettings:
+    """Replace the demo sentinel by the shipped GGUF's path."""
+    if settings.path == DEMO_TARGET:
+        from .demo import demo_model_path
+
+        return replace(settings, path=demo_model_path())
+    return settings
+
+
+def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: tuple[int, int]) -> Drafter:
+    """Build a drafter; a draft model must pass the pairing check against the target."""
+    if draft.kind == "none":
+        return NoDrafter()
+    if draft.kind == "lookup":
+        return LookupDrafter(*ngram)
+    if draft.kind == "model":
+        if draft.model is None:
+            raise ModelLoadError("The draft kind is 'model' but no draft model path is set.",
+                                 hint="Set [model] draft to a GGUF path, or use 'lookup' or 'none'.")
+        model = Model.load(draft.model, what="draft model")
+        try:
+            check_pair(target, model)
+        except EngineError:
+            model.close()
+            raise
+        return ModelDrafter(model, spec_p_min)
+    raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.", hint="Use a GGUF path, 'lookup' or 'none'.")
+
+
+@dataclass
+class _Job:
+    request: Request
+    sink: Callable[[Event], None]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str = "cancelled"
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class LocalEngine:
+    """The Engine protocol on llama.cpp in this process."""
+
+    def __init__(self, settings: EngineSettings, *, on_progress: ProgressFn | None = None) -> None:
+        self.settings = settings
+        self.on_progress = on_progress
+        self.target: Model | None = None
+        self.decoder: SpeculativeDecoder | None = None
+        self._session = Stats(draft_max=settings.speculative.draft_max)
+        self._jobs: "queue.Queue[_Job | Callable[[], None] | None]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._running: _Job | None = None
+        self._waiting: list[_Job] = []
+        self._thread: threading.Thread | None = None
+        self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
+                               draft_kind=settings.draft.kind,
+                               demo=settings.target.path == DEMO_TARGET, gpu=False)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Load the models synchronously (headless commands and tests may call this directly)."""
+        set_verbose(self.settings.verbose)
+        progress = self.on_progress or (lambda msg, frac: None)
+        target_settings = resolve_target(self.settings.target)
+        progress(f"loading target {target_settings.path}", 0.0)
+        self.target = Model.load(target_settings, what="target model")
+        progress("loading draft", 0.5)
+        try:
+            drafter = self._make_drafter(self.settings.draft)
+        except EngineError:
+            self.target.close()
+            self.target = None
+            raise
+        self.decoder = SpeculativeDecoder(self.target, drafter, self.settings.speculative)
+        self._update_info(drafter)
+        progress("ready", 1.0)
+
+    def _make_drafter(self, draft: DraftSettings) -> Drafter:
+        spec = self.settings.speculative
+        assert self.target is not None
+        return load_drafter(draft, self.target, spec.p_min, (spec.ngram_min, spec.ngram_max))
+
+    def _update_info(self, drafter: Drafter) -> None:
+        t = self.target
+        assert t is not None
+        draft_layers = drafter.model.gpu_layers if isinstance(drafter, ModelDrafter) else 0
+        self.info = EngineInfo(
+            target_name=t.name,
+            draft_name=drafter.name,
+            draft_kind=drafter.kind,
+            demo=self.settings.target.path == DEMO_TARGET,
+            gpu=gpu_offload_supported() and (t.gpu_layers > 0 or draft_layers > 0),
+            target_gpu_layers=t.gpu_layers,
+            draft_gpu_layers=draft_layers,
+            fim=t.fim is not None,
+            chat_template=t.chat_template is not None,
+            backend="local",
+        )
+
+    async def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._worker, name="specterm-engine", daemon=True)
+            self._thread.start()
+        if self.target is None:
+            await self._call(self.load)
+
+    async def _call(self, fn: Callable[[], object]) -> object:
+        """Run fn on the engine thread and wait for it (model loading, drafter switches)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def run() -> None:
+            try:
+                result = fn()
+            except BaseException as exc:  # delivered to the awaiting caller
+                loop.call_soon_threadsafe(_set_exception, fut, exc)
+            else:
+                loop.call_soon_threadsafe(_set_result, fut, result)
+
+        self._jobs.put(run)
+        return await fut
+
+    async def close(self) -> None:
+        await self.cancel()
+        if self._thread is not None:
+            self._jobs.put(None)
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10)
+            self._thread = None
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        if self.decoder is not None:
+            self.decoder.drafter.close()
+            self.decoder = None
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+
+    async def set_drafter(self, draft: DraftSettings) -> None:
+        await self.cancel()
+
+        def switch() -> None:
+            assert self.decoder is not None
+            new = self._make_drafter(draft)  # raises before the old drafter is touched
+            self.decoder.drafter.close()
+            self.decoder.set_drafter(new)
+            self._update_info(new)
+
+        await self._call(switch)
+
+    def session_stats(self) -> Stats:
+        with self._lock:
+            return self._session.copy()
+
+    async def cancel(self) -> None:
+        with self._lock:
+            jobs = ([self._running] if self._running else []) + self._waiting
+        for job in jobs:
+            job.cancel_reason = "cancelled"
+            job.cancel.set()
+
+    # -- requests --------------------------------------------------------------------------------
+    async def stream(self, request: Request) -> AsyncIterator[Event]:
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        job = _Job(request, lambda ev: loop.call_soon_threadsafe(events.put_nowait, ev))
+        if not self._admit(job):
+            yield Finished("busy", "", Stats(draft_max=self.settings.speculative.draft_max))
+            return
+        try:
+            while True:
+                ev = await events.get()
+                yield ev
+                if isinstance(ev, Finished):
+                    return
+        finally:  # the consumer stopped listening (task cancelled, loop broken): stop the work
+            if not job.done.is_set():
+                job.cancel.set()
+
+    def _admit(self, job: _Job) -> bool:
+        """Apply the who-yields rules; False means answer `busy`."""
+        with self._lock:
+            running = self._running
+            if isinstance(job.request, CompletionRequest):
+                if running and isinstance(running.request, ChatRequest):
+                    return False
+                for old in [running, *self._waiting]:
+                    if old and isinstance(old.request, CompletionRequest):
+                        old.cancel_reason = "superseded"
+                        old.cancel.set()
+            elif isinstance(job.request, ChatRequest):
+                if running and isinstance(running.request, CompletionRequest):
+                    running.cancel_reason = "superseded"
+                    running.cancel.set()
+            self._waiting.append(job)
+        self._jobs.put(job)
+        return True
+
+    def _worker(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            if not isinstance(item, _Job):
+                item()
+                continue
+            with self._lock:
+                if item in self._waiting:
+                    self._waiting.remove(item)
+                self._running = item
+            try:
+                if item.cancel.is_set():
+                    item.sink(Finished(item.cancel_reason, "", Stats(draft_max=self.settings.speculative.draft_max)))
+                else:
+                    self._run(item)
+            finally:
+                with self._lock:
+                    self._running = None
+                item.done.set()
+
+    def _run(self, job: _Job) -> None:
+        try:
+            result_text, reason, stats = self.run_request(
+                job.request,
+                on_text=lambda t: job.sink(TextDelta(t)),
+                on_stats=lambda s: job.sink(StatsUpdate(s.copy())),
+                cancelled=lambda: job.cancel_reason if job.cancel.is_set() else None,
+            )
+        except EngineError as exc:
+            job.sink(Finished("error", "", Stats(), error=str(exc)))
+            return
+        except Exception as exc:  # a bug, not bad input: still never kill the worker thread
+            job.sink(Finished("error", "", Stats(), error=f"internal error: {exc!r}"))
+            return
+        with self._lock:
+            self._session.merge(stats)
+        job.sink(Finished(reason, result_text, stats))
+
+    # -- the synchronous core (engine thread, or direct use by headless commands) ---------------
+    def run_request(
+        self,
+        request: Request,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_stats: Callable[[Stats], None] | None = None,
+        cancelled: Callable[[], str | None] | None = None,
+        fixed_draft: int | None = None,
+    ) -> tuple[str, str, Stats]:
+        """Run one request to the end on the calling thread; returns (text, reason, stats)."""
+        if self.decoder is None or self.target is None:
+            raise EngineError("The engine is not loaded.", hint="Call start() (or load()) first.")
+        target = self.target
+        sampling = request.sampling or self.settings.sampling
+        max_tokens = request.max_tokens
+        stop = tuple(request.stop)
+        heal = b""
+        stop_tokens: frozenset[int] = frozenset()
+        check_text = None
+        deadline = None
+        if isinstance(request, CompletionRequest):
+            fp = build_fim_prompt(target, request, max_tokens)
+            tokens, heal, stop_tokens = fp.tokens, fp.heal, fp.stop_tokens
+            check_text = InlineStops(request)
+            if request.time_budget_s:
+                deadline = time.perf_counter() + request.time_budget_s
+        elif isinstance(request, ChatRequest):
+            text = target.apply_chat_template([(m.role, m.content) for m in request.messages])
+            bos_piece = target.piece(target.bos) if target.bos >= 0 else b""
+            add_special = target.add_bos and not (bos_piece and text.encode().startswith(bos_piece))
+            tokens = target.tokenize(text, add_special=add_special, parse_special=True)
+        else:
+            tokens = target.tokenize(request.prompt, add_special=request.add_bos)
+        if not tokens:
+            tokens = [target.bos] if target.bos >= 0 else target.tokenize("\n")
+        if len(tokens) + 1 >= target.n_ctx:
+            from .errors import ContextOverflowError
+
+            raise ContextOverflowError(
+                f"The prompt is {len(tokens)} tokens but the context of {target.name} holds "
+                f"{target.n_ctx}.",
+                hint="Raise [model] ctx (--ctx) or shorten the prompt.",
+            )
+        max_tokens = min(max_tokens, target.n_ctx - len(tokens) - 1)
+
+        def should_stop() -> str | None:
+            if cancelled:
+                why = cancelled()
+                if why:
+                    return why
+            if deadline is not None and time.perf_counter() > deadline:
+                return "time"
+            return None
+
+        job = GenerationJob(
+            prompt=tokens, max_tokens=max_tokens, sampling=sampling, stop=stop,
+            stop_tokens=stop_tokens, heal=heal, check_text=check_text, should_stop=should_stop,
+            on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
+        )
+        result = self.decoder.generate(job)
+        text = result.text
+        if isinstance(request, CompletionRequest):
+            text = finish_completion(text, request)
+        return text, result.reason, result.stats
+
+
+def _set_result(fut: asyncio.Future, value: object) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _set_exception(fut: asyncio.Future, exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)

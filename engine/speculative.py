@@ -1,0 +1,271 @@
+"""The speculative loop: draft, verify in one batched target pass, keep what the target would have
+produced, repeat. With no draft it is plain decoding, token by token, through the same code.
+
+Invariants (tests check them):
+- the target's KV cache holds every emitted token except the newest ("pending") one;
+- tokens == accepted + target_passes (the prompt pass counts: it yields the first token), unless a
+  stop cut the last pass short;
+- no draft token is emitted past a stop (end-of-generation token, stop string, token limit).
+"""
+
+from __future__ import annotations
+
+import codecs
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .controller import DraftController
+from .drafters import Draft, Drafter, NoDrafter, common_prefix
+from .errors import ContextOverflowError
+from .llama import Model
+from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
+from .settings import SamplingSettings, SpeculativeSettings
+from .stats import Stats
+
+
+class TextStream:
+    """Bytes in, text out: incremental UTF-8 decoding plus stop strings.
+
+    Text that might be the start of a stop string is held back until it is clear; a stop string
+    ends the stream and is not emitted.
+    """
+
+    def __init__(self, stop: tuple[str, ...]) -> None:
+        self.stop = tuple(s for s in stop if s)
+        self._dec = codecs.getincrementaldecoder("utf-8")("replace")
+        self._held = ""
+        self.text = ""  # everything emitted
+        self.stopped = False
+
+    def feed(self, data: bytes) -> str:
+        if self.stopped:
+            return ""
+        pending = self._held + self._dec.decode(data)
+        for s in self.stop:
+            i = pending.find(s)
+            if i >= 0:
+                self.stopped = True
+                out = pending[:i]
+                self._held = ""
+                self.text += out
+                return out
+        hold = 0
+        for s in self.stop:  # longest tail of `pending` that is a proper prefix of a stop string
+            for k in range(min(len(s) - 1, len(pending)), 0, -1):
+                if s.startswith(pending[-k:]):
+                    hold = max(hold, k)
+                    break
+        out, self._held = (pending[:-hold], pending[-hold:]) if hold else (pending, "")
+        self.text += out
+        return out
+
+    def flush(self) -> str:
+        if self.stopped:
+            return ""
+        out = self._held + self._dec.decode(b"", final=True)
+        self._held = ""
+        self.text += out
+        return out
+
+
+@dataclass
+class GenerationJob:
+    """One generation on prepared tokens (the engine builds these from requests)."""
+
+    prompt: list[int]
+    max_tokens: int
+    sampling: SamplingSettings
+    stop: tuple[str, ...] = ()
+    stop_tokens: frozenset[int] = frozenset()  # besides the target's end-of-generation tokens
+    heal: bytes = b""  # the first token must start with these bytes; they are not emitted
+    # Called with the text emitted so far; returns a finish reason to stop early, else None.
+    check_text: Callable[[str], str | None] | None = None
+    # Called once per pass; returns a finish reason ("cancelled", "time", ...) to stop, else None.
+    should_stop: Callable[[], str | None] | None = None
+    on_text: Callable[[str], None] | None = None
+    on_stats: Callable[[Stats], None] | None = None
+    fixed_draft: int | None = None  # bench sweeps: this draft length, adaptive off
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    reason: str
+    stats: Stats
+    tokens: list[int] = field(default_factory=list)
+
+
+class SpeculativeDecoder:
+    """Owns the target's KV cache across requests (prefix reuse) and runs the loop."""
+
+    def __init__(self, target: Model, drafter: Drafter, spec: SpeculativeSettings) -> None:
+        self.target = target
+        self.spec = spec
+        self.cached: list[int] = []  # tokens whose KV entries the target holds
+        self.set_drafter(drafter)
+
+    def set_drafter(self, drafter: Drafter) -> None:
+        self.drafter = drafter
+        self.controller = DraftController(self.spec, draft_is_free=drafter.kind != "model")
+
+    # -- prompt ----------------------------------------------------------------------------------
+    def _prefill(self, prompt: list[int], stats: Stats) -> None:
+        """Decode only what the KV cache does not already hold, leaving logits after prompt[-1]."""
+        if len(prompt) >= self.target.n_ctx:
+            raise ContextOverflowError(
+                f"The prompt is {len(prompt)} tokens but the context of {self.target.name} holds "
+                f"{self.target.n_ctx}.",
+                hint="Raise [model] ctx (--ctx) or shorten the prompt.",
+            )
+        keep = common_prefix(self.cached, prompt)
+        if keep == len(prompt):
+            keep -= 1
+        if keep < len(self.cached) and not self.target.trim(keep):
+            self.target.clear()
+            keep = 0
+        self.cached = self.cached[:keep]
+        t0 = time.perf_counter()
+        self.target.decode_prompt(prompt[keep:], keep)
+        stats.prompt_time_s = time.perf_counter() - t0
+        self.cached = list(prompt)
+        stats.prompt_tokens = len(prompt)
+        stats.prompt_tokens_decoded = len(prompt) - keep
+
+    # -- one token choice from a single logits row ----------------------------------------------
+    def _choose(self, logits: np.ndarray, sampling: SamplingSettings, rng, mask=None) -> int:
+        if is_greedy(sampling):
+            if mask is None:
+                return int(logits.argmax())
+            return int(np.where(mask, logits, -np.inf).argmax())
+        return sample(distribution(logits, sampling, mask), rng)
+
+    def _heal_mask(self, heal: bytes) -> np.ndarray:
+        pieces = self.target.pieces()
+        return np.fromiter((p.startswith(heal) for p in pieces), dtype=bool, count=len(pieces))
+
+    # -- the loop --------------------------------------------------------------------------------
+    def generate(self, job: GenerationJob) -> GenerationResult:
+        target = self.target
+        stats = Stats(draft_max=self.spec.draft_max, requests=1)
+        rng = np.random.default_rng(job.sampling.seed)
+        draft_rng = np.random.default_rng([job.sampling.seed, 1])
+        stream = TextStream(job.stop)
+        emitted: list[int] = []
+        self._prefill(job.prompt, stats)
+        if job.max_tokens <= 0:
+            return GenerationResult("", "length", stats)
+        t_start = time.perf_counter()  # tokens/s measures generation; prompt time is separate
+        history = list(job.prompt)
+        try:
+            why = self._loop(job, stats, history, emitted, stream, rng, draft_rng, t_start)
+        except BaseException:
+            self.cached = []  # the KV cache state is unknown now: rebuild it next time
+            self.target.clear()
+            raise
+        self.cached = history[:-1]  # the newest token was never decoded
+        tail = stream.flush()
+        if tail and job.on_text:
+            job.on_text(tail)
+        stats.generation_time_s = time.perf_counter() - t_start
+        return GenerationResult(stream.text, why, stats, emitted)
+
+    def _loop(self, job, stats, history, emitted, stream, rng, draft_rng, t_start) -> str:
+        target = self.target
+
+        def emit(tokens: list[int]) -> str | None:
+            """Emit tokens in order; return a finish reason when one of them ends generation."""
+            nonlocal heal_left
+            for tok in tokens:
+                if target.is_eog(tok) or tok in job.stop_tokens:
+                    return "eos"
+                data = target.piece(tok)
+                if heal_left:
+                    data = data[len(heal_left):]
+                    heal_left = b""
+                emitted.append(tok)
+                stats.tokens += 1
+                text = stream.feed(data)
+                if text and job.on_text:
+                    job.on_text(text)
+                if stream.stopped:
+                    return "stop"
+                if job.check_text:
+                    why = job.check_text(stream.text)
+                    if why:
+                        return why
+                if stats.tokens >= job.max_tokens:
+                    return "length"
+            return None
+
+        heal_left = job.heal
+        # The prompt pass yields the first token (healing constrains only this one).
+        mask = self._heal_mask(job.heal) if job.heal else None
+        first = self._choose(target.logits(), job.sampling, rng, mask)
+        stats.target_passes = 1
+        stats.generation_time_s = time.perf_counter() - t_start
+        history.append(first)
+        pending = first
+        why = emit([first])
+        greedy = is_greedy(job.sampling)
+        controller = self.controller
+        if job.fixed_draft is not None:
+            controller = DraftController(
+                SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min)
+            )
+
+        while why is None:
+            if job.should_stop:
+                why = job.should_stop()
+                if why:
+                    break
+            n_past = len(history) - 1  # KV holds history[:-1]; `pending` is history[-1]
+            room = min(
+                job.max_tokens - stats.tokens - 1,  # the pass emits one token beyond the draft
+                target.n_batch - 1,
+                target.n_ctx - n_past - 2,
+            )
+            if target.n_ctx - n_past < 1:
+                why = "length"
+                break
+            k = min(controller.next_length(), max(room, 0))
+            draft = Draft()
+            if k > 0:
+                draft = self.drafter.draft(history, k, job.sampling, draft_rng)
+                if len(draft.tokens) < max(self.spec.draft_min, 1):
+                    draft = Draft(time_s=draft.time_s)
+            stats.draft_time_s += draft.time_s
+            stats.draft_length = k
+            stats.drafting = not controller.off
+
+            batch = [pending] + draft.tokens
+            t0 = time.perf_counter()
+            target.decode(batch, n_past, logits_from=0)
+            rows = target.logits_rows(len(batch))
+            if greedy:
+                verdict: Verdict = verify_greedy(rows, draft.tokens)
+            else:
+                verdict = verify_sampled(rows, draft.tokens, draft.q, job.sampling, rng)
+            t_verify = time.perf_counter() - t0
+            stats.verify_time_s += t_verify
+
+            m = verdict.accepted
+            if m < len(draft.tokens):
+                target.trim(n_past + 1 + m)  # drop the rejected drafts' KV entries
+            new = draft.tokens[:m] + [verdict.token]
+            history.extend(new)
+            pending = verdict.token
+            stats.record_pass(len(draft.tokens), m)
+            controller.observe(len(draft.tokens), m, draft.time_s, t_verify)
+            why = emit(new)
+            stats.generation_time_s = time.perf_counter() - t_start
+            if job.on_stats:
+                job.on_stats(stats)
+        return why
+
+
+def plain_decoder(target: Model) -> SpeculativeDecoder:
+    """Plain decoding through the same loop (no drafter)."""
+    return SpeculativeDecoder(target, NoDrafter(), SpeculativeSettings(draft_max=0, adaptive=False))
