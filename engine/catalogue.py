@@ -199,7 +199,8 @@ def _parse_model(slug: str, raw: Any, where: str) -> CatalogueModel:
     def need(key: str, kind: type) -> Any:
         value = raw.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise CatalogueError(f"{where}: key {key!r} must be a {kind.__name__}, got {value!r}.")
+            expected = {str: "a string", int: "an integer", dict: "a table"}[kind]
+            raise CatalogueError(f"{where}: key {key!r} must be {expected}, got {value!r}.")
         return value
 
     repo = need("repo", str)
