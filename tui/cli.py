@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "specterm.tui.commands.complete",
     "specterm.tui.commands.generate",
     "specterm.tui.commands.doctor",
+    "specterm.tui.commands.pull", "specterm.tui.commands.models",
 ]
 OPEN_COMMAND = "open"  # the TUI; `specterm [PATH]` means `specterm open [PATH]`
 

@@ -25,6 +25,7 @@ from specterm.engine.errors import EngineError
 from ..config import Settings
 
 NAME = "models"
+CHECK_MODEL_FILES = False  # a configured model file that is gone must not block this command
 
 
 def add_parser(subparsers, parents) -> argparse.ArgumentParser:
@@ -36,7 +37,8 @@ def add_parser(subparsers, parents) -> argparse.ArgumentParser:
         "files are already in the Hugging Face cache, and the memory each pair needs here. With "
         "TARGET (a GGUF path or a pair name): which downloaded GGUFs can draft for it.",
     )
-    p.add_argument("target", nargs="?", metavar="TARGET",
+    # dest differs from the global --target flag's, which sets [model] target
+    p.add_argument("for_target", nargs="?", metavar="TARGET",
                    help="a GGUF file, or a pulled pair's name: list the compatible drafts for it")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return p
@@ -44,8 +46,8 @@ def add_parser(subparsers, parents) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     catalogue = load_catalogue()
-    if args.target:
-        data = drafts_for(resolve_target(args.target, catalogue), settings)
+    if args.for_target:
+        data = drafts_for(resolve_target(args.for_target, catalogue), settings)
         if args.json:
             _print_json(data)
         else:

@@ -19,6 +19,7 @@ from ..config import Settings, user_config_path
 from ..config_writer import plan_edit
 
 NAME = "pull"
+CHECK_MODEL_FILES = False  # a configured model file that is gone must not block this command
 
 
 def add_parser(subparsers, parents) -> argparse.ArgumentParser:
@@ -58,10 +59,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     for role, mf in (("target", target_file), ("draft", draft_file)):
         paths[role] = _fetch(hub, role, mf, force=args.force_download)
         _verify(hub, role, mf, paths[role], pair)
-        out.write(f"  {role}: {paths[role]}\n")
+        out.write(f"  {role}: {mf.file} verified (a GGUF llama.cpp loads).\n")
     out.flush()
     hub.check_pair_files(paths["target"], paths["draft"])  # PairingError: the engine's message
-    out.write("  pairing check: draft and target tokenizers agree.\n")
+    out.write("  pairing check: the draft's tokens mean the same text to the target.\n")
 
     if args.no_config:
         out.write("Config left unchanged (--no-config).\n")
@@ -74,7 +75,7 @@ def _fetch(hub, role: str, mf: ModelFile, *, force: bool) -> Path:
     if not force:
         cached = hub.cached_path(mf)
         if cached is not None:
-            sys.stdout.write(f"  {role}: {mf.file} is already downloaded.\n")
+            sys.stdout.write(f"  {role}: {mf.file} is already in the cache.\n")
             return cached
     sys.stdout.write(f"  {role}: downloading {mf.file} from {mf.repo} ({_size(mf.size_bytes)})...\n")
     sys.stdout.flush()
