@@ -1,0 +1,144 @@
+"""Reading and atomically writing the files the editor opens.
+
+A file comes back to disk the way it was read: same encoding (UTF-8, UTF-8 with BOM, or Latin-1 for
+bytes that are not UTF-8), same newline style, same permissions. Writes go to a temporary file in
+the same folder that is renamed over the original, so a crash or a full disk never leaves a
+half-written file. A `DiskSignature` remembers what specterm last read or wrote, so the watcher can
+tell its own saves from someone else's changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+BINARY_SNIFF = 8192
+
+
+class FileLoadError(Exception):
+    """A file that cannot be opened as text; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class DiskSignature:
+    """What is on disk, cheaply comparable: size, mtime and a content hash."""
+
+    size: int
+    mtime_ns: int
+    digest: str
+
+    @classmethod
+    def of_bytes(cls, data: bytes, st: os.stat_result) -> "DiskSignature":
+        return cls(len(data), st.st_mtime_ns, hashlib.blake2b(data, digest_size=16).hexdigest())
+
+    @classmethod
+    def read(cls, path: Path) -> "DiskSignature | None":
+        try:
+            data = path.read_bytes()
+            st = path.stat()
+        except OSError:
+            return None
+        return cls.of_bytes(data, st)
+
+    def same_content(self, other: "DiskSignature | None") -> bool:
+        return other is not None and other.digest == self.digest
+
+
+@dataclass
+class TextFile:
+    """A text file as the editor holds it: text with "\\n" newlines plus what is needed to write it
+    back exactly as it came."""
+
+    path: Path
+    text: str
+    encoding: str = "utf-8"
+    newline: str = "\n"
+    signature: DiskSignature | None = None  # what specterm last read or wrote
+
+    @classmethod
+    def load(cls, path: Path) -> "TextFile":
+        try:
+            data = path.read_bytes()
+            st = path.stat()
+        except FileNotFoundError:
+            raise FileLoadError(f"{path}: no such file.") from None
+        except IsADirectoryError:
+            raise FileLoadError(f"{path}: is a folder, not a file.") from None
+        except OSError as err:
+            raise FileLoadError(f"{path}: cannot be read ({err.strerror}).") from None
+        if b"\0" in data[:BINARY_SNIFF]:
+            raise FileLoadError(f"{path}: looks like a binary file; specterm edits text files only.")
+        text, encoding = decode(data)
+        newline = detect_newline(text)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return cls(path, text, encoding, newline, DiskSignature.of_bytes(data, st))
+
+    def encode(self, text: str) -> bytes:
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return text.encode(self.encoding)
+
+    def changed_on_disk(self) -> bool:
+        """True when the file on disk is not what specterm last read or wrote."""
+        current = DiskSignature.read(self.path)
+        if current is None:
+            return self.path.exists() or self.signature is not None
+        return self.signature is None or not self.signature.same_content(current)
+
+    def save(self, text: str) -> None:
+        """Write atomically; afterwards `signature` matches the new file."""
+        data = self.encode(text)
+        write_atomic(self.path, data)
+        self.text = text
+        self.signature = DiskSignature.of_bytes(data, self.path.stat())
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8"), "utf-8-sig"
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
+
+
+def detect_newline(text: str) -> str:
+    """The file's newline style: the most common of \\r\\n, \\r and \\n (\\n when there is none)."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    cr = text.count("\r") - crlf
+    if crlf > lf and crlf >= cr:
+        return "\r\n"
+    if cr > lf:
+        return "\r"
+    return "\n"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to a temp file beside `path`, fsync it, give it `path`'s permissions and rename
+    it over `path`. Symlinks are followed so the link itself survives."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".specterm-tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,103 @@
+"""The bridge between editors and the engine for inline completions.
+
+One `Completer` per app: it builds `CompletionRequest`s from the configured options, owns the cache,
+streams from the engine (through the `Engine` protocol only) and reports every event to the app so
+the status bar can show live figures. Editors run `stream()` in their own Textual workers, so the UI
+thread never waits for the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable
+
+from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished
+
+from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
+
+EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
+
+
+@dataclass(frozen=True)
+class CompletionOptions:
+    """The `[completion]` config section, in the units the UI uses."""
+
+    auto: bool = True
+    debounce_s: float = 0.25
+    max_tokens: int = 64
+    multiline: bool = True
+    max_lines: int = 8
+    time_budget_s: float | None = 3.0
+
+    @classmethod
+    def from_config(cls, config) -> "CompletionOptions":  # config: tui.config.CompletionConfig
+        return cls(
+            auto=config.auto,
+            debounce_s=config.debounce_ms / 1000.0,
+            max_tokens=config.max_tokens,
+            multiline=config.multiline,
+            max_lines=config.max_lines,
+            time_budget_s=(config.time_budget_ms / 1000.0) if config.time_budget_ms else None,
+        )
+
+
+class Completer:
+    def __init__(
+        self,
+        options: CompletionOptions,
+        *,
+        event_sink: EventSink | None = None,
+        context_files: Callable[[str | None], tuple[ContextFile, ...]] | None = None,
+    ) -> None:
+        self.options = options
+        self.engine: Engine | None = None  # set once the engine has started
+        self.cache = CompletionCache()
+        self.event_sink = event_sink
+        self.context_files = context_files
+        self.blocked_by: str | None = None  # e.g. "chat": automatic completions wait
+        self._active: int | None = None
+        self._next_id = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.engine is not None
+
+    def new_request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def build_request(self, prefix: str, suffix: str, path: str | None) -> CompletionRequest:
+        o = self.options
+        return CompletionRequest(
+            prefix=prefix[-PREFIX_CHARS:],
+            suffix=suffix[:SUFFIX_CHARS],
+            path=path,
+            context_files=self.context_files(path) if self.context_files else (),
+            max_tokens=o.max_tokens,
+            multiline=o.multiline,
+            max_lines=o.max_lines,
+            time_budget_s=o.time_budget_s,
+        )
+
+    async def stream(self, request_id: int, request: CompletionRequest) -> AsyncIterator[Event]:
+        """Stream one completion; every event also goes to the app's sink. A newer request makes the
+        engine end this one ("superseded")."""
+        engine = self.engine
+        if engine is None:
+            return
+        self._active = request_id
+        try:
+            async for event in engine.stream(request):
+                if self.event_sink is not None:
+                    self.event_sink("completion", event)
+                if isinstance(event, Finished) and event.reason in ("eos", "length", "stop", "time"):
+                    self.cache.put(request.prefix, request.suffix, event.text)
+                yield event
+        finally:
+            if self._active == request_id:
+                self._active = None
+
+    async def cancel(self, request_id: int) -> None:
+        """Cancel the completion `request_id` if it is the one running (never a chat answer)."""
+        if self.engine is not None and self._active == request_id:
+            await self.engine.cancel()

@@ -1,0 +1,448 @@
+"""The code editor: Textual's TextArea with pygments highlighting and multi-line ghost text.
+
+Ghost text is a suggestion drawn at the cursor that is not (yet) part of the document. Textual's
+own `TextArea.suggestion` draws a single line in a single style; here the first suggested line is
+spliced into the cursor line and further lines are drawn as virtual rows below it (pushing the
+document down), each coloured like code in the theme's dimmed ghost style.
+
+Lifecycle of a suggestion:
+- a pause in typing (debounce) or the complete key starts a request; the cache may answer at once;
+- text streams in token by token and is shown as it arrives;
+- typing characters that match the suggestion consumes them (no new request);
+- any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request;
+- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.color import Color
+from textual.geometry import Offset, Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.timer import Timer
+from textual.widgets import TextArea
+from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
+
+from specterm.engine import Finished, TextDelta
+
+from ..themes import SpectermTheme
+from .completion import Completer
+from .ghost import next_line, next_word, visible_ghost
+from .highlight import ghost_texts, highlight_map, language_name, lexer_for
+
+FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
+
+
+@dataclass
+class _Ghost:
+    """The suggestion being shown (or streamed) at `anchor`."""
+
+    request_id: int | None  # None: served from the cache
+    anchor: tuple[int, int]  # where the not-yet-consumed part starts
+    full: str = ""  # everything the engine produced for this request so far
+    consumed: str = ""  # the part the user has typed through or accepted
+    streaming: bool = True
+
+    @property
+    def remaining(self) -> str:
+        return self.full[len(self.consumed):] if self.full.startswith(self.consumed) else ""
+
+
+class CodeEditor(TextArea):
+    """A TextArea for one file, with ghost-text completions from a `Completer`."""
+
+    BINDINGS = [
+        Binding("ctrl+@,ctrl+space,ctrl+backslash", "complete", "Complete", show=False),
+    ]
+
+    class GhostChanged(Message):
+        """The visible ghost text changed (tests and the status bar listen)."""
+
+        def __init__(self, editor: "CodeEditor", text: str) -> None:
+            super().__init__()
+            self.editor = editor
+            self.text = text
+
+    def __init__(
+        self,
+        text: str = "",
+        *,
+        path: Path | None = None,
+        theme: SpectermTheme,
+        completer: Completer | None = None,
+        id: str | None = None,
+    ) -> None:
+        # Set before TextArea.__init__, which already builds the highlight map.
+        self.path = path
+        self.completer = completer
+        self._lexer = lexer_for(path)
+        self.language_label = language_name(self._lexer)
+        self._ghost: _Ghost | None = None
+        self._ghost_visible = ""
+        self._ghost_lines: list[Text] = []
+        self._editing = False
+        self._debounce: Timer | None = None
+        self._spectheme = theme
+        super().__init__(
+            text,
+            id=id,
+            soft_wrap=False,
+            tab_behavior="indent",
+            show_line_numbers=True,
+            highlight_cursor_line=True,
+            compact=True,
+        )
+        self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
+        self.apply_theme(theme)
+
+    # -- theme and highlighting -----------------------------------------------------------------
+
+    def apply_theme(self, theme: SpectermTheme) -> None:
+        self._spectheme = theme
+        name = f"specterm-{theme.name}"
+        self.register_theme(TextAreaTheme(name=name, syntax_styles=theme.syntax_styles()))
+        self.theme = name
+        self._build_highlight_map()
+        self._render_ghost()
+
+    def _build_highlight_map(self) -> None:
+        self._line_cache.clear()
+        self._highlights.clear()
+        self._highlights.update(highlight_map(self._lexer, self.text))
+
+    # -- public ghost API -----------------------------------------------------------------------
+
+    @property
+    def ghost_text(self) -> str:
+        """The suggestion as currently shown ("" when none)."""
+        return self._ghost_visible
+
+    @property
+    def completion_pending(self) -> bool:
+        """A debounce timer or an engine request is under way."""
+        return (self._debounce is not None) or (self._ghost is not None and self._ghost.streaming)
+
+    def action_complete(self) -> None:
+        """Ask for a suggestion now (the manual completion key)."""
+        self._start_completion(manual=True)
+
+    def action_accept_completion(self) -> None:
+        self._accept(self._ghost_visible, finish=True)
+
+    def action_accept_word(self) -> None:
+        self._accept(next_word(self._ghost_visible), finish=False)
+
+    def action_accept_line(self) -> None:
+        self._accept(next_line(self._ghost_visible), finish=False)
+
+    def action_dismiss_completion(self) -> None:
+        self._dismiss(cancel=True)
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    async def _on_key(self, event: events.Key) -> None:
+        if self._ghost_visible and event.key == "tab":
+            event.stop()
+            event.prevent_default()
+            self.action_accept_completion()
+            return
+        if event.key == "escape" and (self._ghost_visible or self.completion_pending):
+            event.stop()
+            event.prevent_default()
+            self._dismiss(cancel=True)
+            return
+        await super()._on_key(event)
+
+    def action_cursor_word_right(self, select: bool = False) -> None:
+        if self._ghost_visible and not select:
+            self.action_accept_word()
+        else:
+            super().action_cursor_word_right(select)
+
+    def action_cursor_line_end(self, select: bool = False) -> None:
+        if self._ghost_visible and not select:
+            self.action_accept_line()
+        else:
+            super().action_cursor_line_end(select)
+
+    # -- edits and cursor moves -----------------------------------------------------------------
+
+    def edit(self, edit: Edit) -> EditResult:
+        ghost = self._ghost
+        consumes = (
+            ghost is not None
+            and bool(edit.text)
+            and edit.from_location == edit.to_location == ghost.anchor == self.cursor_location
+            and self.selection.is_empty
+            and ghost.remaining.startswith(edit.text)
+        )
+        self._editing = True
+        try:
+            result = super().edit(edit)
+        finally:
+            self._editing = False
+        if consumes and ghost is not None:
+            ghost.consumed += edit.text
+            ghost.anchor = result.end_location
+            self._render_ghost()
+        else:
+            self._dismiss(cancel=True)
+            self._schedule()
+        return result
+
+    def undo(self) -> None:
+        self._dismiss(cancel=True)
+        super().undo()
+
+    def redo(self) -> None:
+        self._dismiss(cancel=True)
+        super().redo()
+
+    def load_text(self, text: str) -> None:
+        self._dismiss(cancel=True)
+        super().load_text(text)
+
+    def _watch_selection(self, previous_selection: Selection, selection: Selection) -> None:
+        super()._watch_selection(previous_selection, selection)
+        if self._editing or not self.is_mounted or previous_selection == selection:
+            return
+        ghost = self._ghost
+        if ghost is not None and selection.is_empty and selection.end == ghost.anchor:
+            return
+        self._dismiss(cancel=True)
+        self._schedule()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        self._dismiss(cancel=True)
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        """(Re)start the typing-pause timer for an automatic completion."""
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        completer = self.completer
+        if completer is None or not completer.options.auto or not self.has_focus:
+            return
+        self._debounce = self.set_timer(completer.options.debounce_s, self._debounced)
+
+    def _debounced(self) -> None:
+        self._debounce = None
+        self._start_completion(manual=False)
+
+    def prefix_suffix(self) -> tuple[str, str]:
+        row, col = self.cursor_location
+        doc = self.document
+        start_row = max(0, row - 400)
+        end_row = min(doc.line_count - 1, row + 120)
+        prefix = doc.get_text_range((start_row, 0), (row, col))
+        suffix = doc.get_text_range((row, col), (end_row, len(doc[end_row])))
+        return prefix, suffix
+
+    def _start_completion(self, *, manual: bool) -> None:
+        completer = self.completer
+        if completer is None or self.read_only or not self.selection.is_empty:
+            return
+        if not completer.ready:
+            if manual:
+                self.notify("The model is still loading.", severity="warning", timeout=3)
+            return
+        if completer.blocked_by and not manual:
+            return
+        prefix, suffix = self.prefix_suffix()
+        cached = completer.cache.get(prefix, suffix)
+        self._dismiss(cancel=False)
+        if cached is not None:
+            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False)
+            self._render_ghost()
+            if not self._ghost_visible:
+                self._ghost = None
+            return
+        request_id = completer.new_request_id()
+        self._ghost = _Ghost(request_id, self.cursor_location)
+        request = completer.build_request(prefix, suffix, str(self.path) if self.path else None)
+        self.run_worker(
+            self._stream(completer, request_id, request),
+            group="completion",
+            exit_on_error=False,
+        )
+
+    async def _stream(self, completer: Completer, request_id: int, request) -> None:
+        text = ""
+        async for event in completer.stream(request_id, request):
+            ghost = self._ghost
+            mine = ghost is not None and ghost.request_id == request_id
+            if isinstance(event, TextDelta):
+                text += event.text
+                if mine:
+                    ghost.full = text
+                    self._render_ghost()
+            elif isinstance(event, Finished):
+                if not mine:
+                    continue
+                if event.reason == "error" and event.error:
+                    self.notify(event.error, title="Completion failed", severity="error")
+                if event.reason in ("eos", "length", "stop", "time"):
+                    ghost.full = event.text  # post-processed (e.g. FIM-trimmed) final text
+                ghost.streaming = False
+                self._render_ghost()
+                if not self._ghost_visible:
+                    self._ghost = None
+
+    def _dismiss(self, *, cancel: bool) -> None:
+        ghost = self._ghost
+        self._ghost = None
+        if cancel and ghost is not None and ghost.streaming and ghost.request_id is not None:
+            if self.completer is not None and self.is_mounted:
+                self.run_worker(self.completer.cancel(ghost.request_id), exit_on_error=False)
+        if self._ghost_visible or self._ghost_lines:
+            self._render_ghost()
+
+    def _accept(self, piece: str, *, finish: bool) -> None:
+        ghost = self._ghost
+        if not piece or ghost is None:
+            return
+        self.history.checkpoint()
+        self.insert(piece, ghost.anchor)  # consumed through edit(): the rest stays
+        self.history.checkpoint()
+        if finish:
+            self._dismiss(cancel=True)
+
+    # -- drawing ----------------------------------------------------------------------------------
+
+    def _render_ghost(self) -> None:
+        ghost = self._ghost
+        visible = ""
+        if ghost is not None and self.selection.is_empty and self.cursor_location == ghost.anchor:
+            row, col = ghost.anchor
+            doc = self.document
+            line = doc[row]
+            following = [doc[r] for r in range(row + 1, min(doc.line_count, row + 1 + FOLLOWING_LINES))]
+            visible = visible_ghost(ghost.remaining, line[col:], following)
+        old_extra = max(0, len(self._ghost_lines) - 1)
+        if visible == self._ghost_visible and (visible or not self._ghost_lines):
+            return
+        self._ghost_visible = visible
+        if visible:
+            row, col = self.cursor_location
+            theme = self._theme
+            bgcolor = theme.base_style.bgcolor if theme and theme.base_style else None
+            background = Color.from_rich_color(bgcolor) if bgcolor else None
+            self._ghost_lines = ghost_texts(
+                self._lexer, self._spectheme, self.document[row][:col], visible, background
+            )
+            for line in self._ghost_lines:
+                line.expand_tabs(self.indent_width)
+        else:
+            self._ghost_lines = []
+        self._line_cache.clear()
+        new_extra = max(0, len(self._ghost_lines) - 1)
+        if new_extra != old_extra:
+            self._refresh_size()
+        if new_extra:
+            row, _ = self.cursor_location
+            self.scroll_to_region(
+                Region(0, row, 1, new_extra + 1), animate=False, immediate=True, force=True
+            )
+        self.refresh()
+        self.post_message(self.GhostChanged(self, visible))
+
+    def _refresh_size(self) -> None:
+        super()._refresh_size()
+        extra = max(0, len(getattr(self, "_ghost_lines", ())) - 1)
+        if extra:
+            width, height = self.virtual_size
+            widest = max(line.cell_len for line in self._ghost_lines) + self.gutter_width + 1
+            self.virtual_size = Size(max(width, widest), height + extra)
+
+    def get_target_document_location(self, event: events.MouseEvent) -> tuple[int, int]:
+        extra = max(0, len(self._ghost_lines) - 1)
+        location = super().get_target_document_location(event)
+        if not extra:
+            return location
+        row, _ = self.cursor_location
+        target_y = event.y + self.scroll_offset.y - self.gutter.top
+        if target_y <= row:
+            return location
+        if target_y <= row + extra:
+            return self.cursor_location
+        return self.wrapped_document.offset_to_location(
+            Offset(event.x - self.gutter_width + self.scroll_offset.x, target_y - extra)
+        )
+
+    def render_line(self, y: int) -> Strip:
+        lines = self._ghost_lines
+        if not lines or not self.has_focus:
+            return super().render_line(y)
+        row, _ = self.cursor_location
+        cursor_y = row - self.scroll_offset.y
+        extra = len(lines) - 1
+        if y < cursor_y:
+            return super().render_line(y)
+        if y == cursor_y:
+            return self._splice_ghost(super().render_line(y), lines[0])
+        if y <= cursor_y + extra:
+            return self._ghost_row(lines[y - cursor_y])
+        return super().render_line(y - extra)
+
+    def _line_style(self) -> Style:
+        theme = self._theme
+        base = (theme.base_style if theme and theme.base_style else self.rich_style) or Style()
+        if theme and self.highlight_cursor_line and theme.cursor_line_style:
+            return base + theme.cursor_line_style
+        return base
+
+    def _splice_ghost(self, strip: Strip, ghost: Text) -> Strip:
+        """Insert the first ghost line into the rendered cursor line, at the cursor."""
+        scroll_x = self.scroll_offset.x
+        cell_x = self.wrapped_document.location_to_offset(self.cursor_location).x
+        x = self.gutter_width + cell_x - scroll_x
+        if x < self.gutter_width or x > strip.cell_length:
+            return strip
+        width = strip.cell_length
+        line_style = self._line_style()
+        console = self.app.console
+        ghost_strip = Strip(list(ghost.render(console)), ghost.cell_len).apply_style(line_style)
+        left = strip.crop(0, x)
+        under = strip.crop(x, x + 1)
+        right = strip.crop(x + 1, width)
+        theme = self._theme
+        if self._draw_cursor and theme and theme.cursor_style and ghost.cell_len:
+            # The caret sits before the suggestion: draw the block cursor on its first cell and the
+            # character that was under the cursor in the plain line style.
+            first = ghost_strip.crop(0, 1)
+            first = Strip([Segment(s.text, (s.style or Style()) + theme.cursor_style) for s in first])
+            ghost_strip = Strip.join([first, ghost_strip.crop(1, ghost_strip.cell_length)])
+            under = Strip([Segment(under.text, line_style)], 1) if under.cell_length else under
+        joined = Strip.join([left, ghost_strip, under, right])
+        return joined.crop(0, max(width, joined.cell_length)).apply_style(self._line_style())
+
+    def _ghost_row(self, ghost: Text) -> Strip:
+        """A virtual row below the cursor line holding one more line of the suggestion."""
+        theme = self._theme
+        base = (theme.base_style if theme and theme.base_style else self.rich_style) or Style()
+        gutter_width = self.gutter_width
+        gutter_style = (theme.gutter_style if theme and theme.gutter_style else base)
+        scroll_x = self.scroll_offset.x
+        width = max(self.size.width, self.virtual_size.width)
+        console = self.app.console
+        text_strip = Strip(list(ghost.render(console)), ghost.cell_len).apply_style(base)
+        text_strip = text_strip.crop(scroll_x, scroll_x + width).extend_cell_length(
+            max(0, width - gutter_width), base
+        )
+        if gutter_width:
+            gutter = Strip([Segment(" " * gutter_width, gutter_style)], gutter_width)
+            return Strip.join([gutter, text_strip]).apply_style(base)
+        return text_strip.apply_style(base)

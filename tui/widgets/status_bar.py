@@ -1,0 +1,107 @@
+"""The status bar: which models run, how well drafting pays, how fast, and what the engine is doing.
+
+Figures come from the engine's one statistics type (`Stats`). Engine events can arrive dozens of
+times a second; the bar only marks itself dirty and redraws on a timer, at most `MAX_HZ` times a
+second. Acceptance is shown only once something was drafted ("–" before, never a made-up 0 %).
+
+`frozen_figures` is a display-level hook for deterministic snapshots: figures named there (e.g.
+"tokens_per_second") are shown with the given value instead of the measured one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.widgets import Static
+
+from specterm.engine import EngineInfo, Stats
+
+MAX_HZ = 4
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+@dataclass
+class StatusModel:
+    """Everything the bar shows, updated by the app from engine events."""
+
+    target: str = ""
+    draft: str = ""
+    demo: bool = False
+    gpu: bool | None = None  # None: not known yet (loading)
+    state: str = "loading"  # loading | idle | completing | chatting | error
+    live: Stats | None = None  # the request in progress
+    last: Stats | None = None  # the last finished request
+    session: Stats = field(default_factory=Stats)
+    message: str = ""  # e.g. loading progress
+    file_label: str = ""  # cursor position and language of the active editor
+
+    def update_info(self, info: EngineInfo, *, demo: bool = False) -> None:
+        self.target = info.target_name
+        self.draft = info.draft_name
+        self.demo = demo or info.demo
+        self.gpu = info.gpu
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; width: 1fr; background: $panel; color: $foreground; padding: 0 1; }
+    """
+
+    def __init__(self, model: StatusModel, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.model = model
+        self.frozen_figures: dict[str, float] = {}
+        self._dirty = True
+
+    def on_mount(self) -> None:
+        self.set_interval(1 / MAX_HZ, self._tick)
+        self._tick()
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def _tick(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self.update(self.render_status())
+
+    def figure(self, name: str, stats: Stats | None) -> float | None:
+        if name in self.frozen_figures:
+            return self.frozen_figures[name]
+        return None if stats is None else getattr(stats, name)
+
+    def render_status(self) -> Text:
+        m = self.model
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if m.state == "loading":
+            t.append("loading… ", "bold")
+            t.append(m.message or "starting the engine")
+            return t
+        names = f"{m.target or '?'} + {m.draft or '?'}"
+        t.append(names, "bold")
+        if m.demo:
+            t.append(" [demo]", "reverse")
+        current = m.live or m.last
+        t.append("  acc ")
+        t.append(f"{percent(self.figure('acceptance', current))}/{percent(self.figure('acceptance', m.session))}")
+        tpp = self.figure("tokens_per_pass", current)
+        t.append(f"  {tpp:.2f} tok/pass" if tpp is not None else "  – tok/pass")
+        tps = self.figure("tokens_per_second", current)
+        t.append(f"  {tps:.1f} tok/s" if tps is not None else "  – tok/s")
+        stats = current or m.session
+        drafting = stats.drafting if current is not None else True
+        if m.draft == "none":
+            t.append("  draft none")
+        elif not drafting:
+            t.append("  drafting off (does not pay)", "italic")
+        else:
+            t.append(f"  draft {stats.draft_length}/{stats.draft_max}" if current else "  draft –")
+        t.append(f"  {m.state}")
+        t.append("  GPU" if m.gpu else "  CPU")
+        if m.file_label:
+            t.append(f"  {m.file_label}", "dim")
+        return t
