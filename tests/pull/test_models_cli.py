@@ -1,0 +1,96 @@
+"""`specterm models`: the catalogue with cache state and memory, and compatible drafts for a target."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO
+
+
+def test_listing_shows_every_pair_and_what_is_downloaded(sandbox, tiny_ggufs):
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, tiny_ggufs.good)
+    draft = sandbox.cache.put(DRAFT_REPO, DRAFT_FILE, tiny_ggufs.good)
+    other = sandbox.cache.put("someone/Other-GGUF", "other-Q4_K_M.gguf", tiny_ggufs.mismatched)
+    r = sandbox.specterm("models", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    pairs = {p["name"]: p for p in data["pairs"]}
+    assert len(pairs) == 8
+    qwen = pairs[PAIR]
+    assert qwen["target"]["downloaded"] and qwen["target"]["path"] == str(target)
+    assert qwen["draft"]["downloaded"] and qwen["draft"]["path"] == str(draft)
+    assert qwen["target"]["size_bytes"] == tiny_ggufs.good.stat().st_size  # the real file's size
+    # the 0.5B draft is shared by every Qwen2.5-Coder pair, so it counts as downloaded for all
+    assert pairs["qwen2.5-coder-32b"]["draft"]["downloaded"]
+    assert not pairs["qwen2.5-coder-32b"]["target"]["downloaded"]
+    llama = pairs["llama-3.1-8b"]
+    assert not llama["target"]["downloaded"] and not llama["draft"]["downloaded"]
+    assert llama["target"]["size_bytes"] == 4_920_000_000  # the catalogue's figure
+    assert [g["path"] for g in data["other_cached"]] == [str(other)]
+    assert data["hub_cache"] == str(sandbox.cache.hub)
+
+
+def test_memory_estimate_follows_the_configured_context(sandbox):
+    small = json.loads(sandbox.specterm("models", "--json", "--ctx", "2048").stdout)
+    large = json.loads(sandbox.specterm("models", "--json", "--ctx", "16384").stdout)
+    for a, b in zip(small["pairs"], large["pairs"]):
+        assert a["memory"]["weights_bytes"] == b["memory"]["weights_bytes"]
+        assert b["memory"]["kv_cache_bytes"] == 8 * a["memory"]["kv_cache_bytes"]
+        assert a["memory"]["fits"] in ("yes", "tight", "no", "gpu")
+    # Llama 3.1 8B (32 layers x 8 KV heads x 128) + 3.2 1B (16 x 8 x 64), K and V at f16
+    llama = {p["name"]: p for p in small["pairs"]}["llama-3.1-8b"]
+    assert llama["memory"]["kv_cache_bytes"] == 2048 * 2 * 2 * (32 * 8 * 128 + 16 * 8 * 64)
+
+
+def test_human_listing(sandbox, tiny_ggufs):
+    sandbox.cache.put(TARGET_REPO, TARGET_FILE, tiny_ggufs.good)
+    sandbox.cache.put(DRAFT_REPO, DRAFT_FILE, tiny_ggufs.good)
+    r = sandbox.specterm("models")
+    assert r.returncode == 0, r.stderr
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
+    assert "target + draft" in lines[PAIR]
+    assert "llama-3.3-70b" in lines and "deepseek-coder-33b" in lines
+    assert "specterm pull NAME" in r.stdout and "Memory:" in r.stdout
+
+
+def test_compatible_drafts_for_a_target(sandbox, tiny_ggufs):
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, tiny_ggufs.good)
+    good = sandbox.cache.put(DRAFT_REPO, DRAFT_FILE, tiny_ggufs.good)
+    bad = sandbox.cache.put("someone/Other-GGUF", "other.gguf", tiny_ggufs.mismatched)
+    r = sandbox.specterm("models", str(target), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["target"] == str(target)
+    drafts = {d["path"]: d for d in data["drafts"]}
+    assert set(drafts) == {str(good), str(bad)}  # never the target itself
+    assert drafts[str(good)]["compatible"] and drafts[str(good)]["reason"] is None
+    assert not drafts[str(bad)]["compatible"]
+    assert f"disagree on token {MISMATCHED_TOKEN}" in drafts[str(bad)]["reason"]
+    assert data["drafts"][0]["path"] == str(good)  # compatible ones first
+    assert drafts[str(good)]["memory_total_bytes"] > tiny_ggufs.good.stat().st_size
+
+
+def test_drafts_for_a_pulled_pair_by_name_include_the_configured_draft(sandbox, tiny_ggufs):
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, tiny_ggufs.good)
+    neighbour = sandbox.root / "work" / "mine.gguf"
+    neighbour.write_bytes(tiny_ggufs.good.read_bytes())
+    r = sandbox.specterm("models", PAIR, "--json", "--draft", str(neighbour))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["target"] == str(target)
+    assert [d["path"] for d in data["drafts"]] == [str(neighbour)]
+    human = sandbox.specterm("models", PAIR, "--draft", str(neighbour))
+    assert human.returncode == 0 and f"--draft {neighbour}" in human.stdout
+
+
+def test_drafts_for_a_pair_that_is_not_downloaded(sandbox):
+    r = sandbox.specterm("models", "qwen2.5-coder-14b")
+    assert r.returncode == 2
+    assert "not downloaded" in r.stderr and "specterm pull qwen2.5-coder-14b" in r.stderr
+
+
+def test_drafts_for_an_unknown_name_or_missing_file(sandbox):
+    r = sandbox.specterm("models", "llama-8b")
+    assert r.returncode == 2 and "Nearest known: llama-3.1-8b" in r.stderr
+    r = sandbox.specterm("models", "/nowhere/model.gguf")
+    assert r.returncode == 2 and "/nowhere/model.gguf does not exist" in r.stderr
