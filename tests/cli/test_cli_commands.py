@@ -1,0 +1,172 @@
+"""The headless commands on the real demo model, through the installed `specterm` script.
+
+No configuration exists in the sandbox (HOME and XDG_CONFIG_HOME point at an empty folder), so
+these runs are also the "works out of the box on the demo pair" check. Token counts stay small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from cli_sandbox import SPECTERM, Sandbox, assert_clean_error
+
+STATS_KEYS = {
+    "tokens", "drafted", "accepted", "acceptance", "target_passes", "tokens_per_pass",
+    "tokens_per_second", "draft_max",
+}
+# Completion runs must not be cut short by the inline time budget on a busy 2-core CI machine.
+NO_TIME_BUDGET = "[completion]\ntime_budget_ms = 0\n"
+
+
+def check_result_json(out: str, *, draft: str, draft_max: int, max_tokens: int) -> dict:
+    """One JSON object with text, target, draft and stats that are consistent with each other."""
+    obj = json.loads(out)
+    assert {"text", "target", "draft", "stats"} <= set(obj)
+    assert isinstance(obj["text"], str)
+    assert obj["target"].endswith(".gguf")
+    assert obj["draft"] == draft
+    s = obj["stats"]
+    assert STATS_KEYS <= set(s)
+    assert 0 < s["tokens"] <= max_tokens
+    assert s["draft_max"] == draft_max
+    assert 0 <= s["accepted"] <= s["drafted"]
+    if s["drafted"] == 0:
+        assert s["acceptance"] is None  # never a made-up figure
+    else:
+        assert s["acceptance"] == pytest.approx(s["accepted"] / s["drafted"])
+        assert 0.0 <= s["acceptance"] <= 1.0
+    assert s["target_passes"] > 0
+    assert s["tokens_per_pass"] == pytest.approx(s["tokens"] / s["target_passes"])
+    assert s["tokens_per_second"] is None or s["tokens_per_second"] > 0
+    return obj
+
+
+def test_doctor_on_the_demo_with_no_config_at_all(sandbox: Sandbox):
+    r = sandbox.run("doctor")
+    assert r.rc == 0, r.err
+    assert "DEMO" in r.out and "SmolLM2-135M-Instruct" in r.out
+    assert str(sandbox.user_config) in r.out  # where to put a real pair
+    assert "[not found]" in r.out  # the user file was looked for
+    for label in ("Target", "Draft", "Vocabularies", "GPU offload", "Memory", "FIM"):
+        assert label in r.out
+    assert "prompt lookup" in r.out
+    assert r.err == ""  # llama.cpp's log stays quiet without --verbose
+
+
+def test_doctor_json_and_layering(sandbox: Sandbox, demo_path: str):
+    user = sandbox.write_user_config("[model]\nctx = 1024\n")
+    (sandbox.cwd / ".specterm.toml").write_text("[model]\nkv_type = \"q8_0\"\n")
+    extra = sandbox.cwd / "extra.toml"
+    extra.write_text("[model]\nctx = 2048\n")
+    r = sandbox.run("doctor", "--json", "--config", str(extra), "--ctx", "512", "--draft", demo_path)
+    assert r.rc == 0, r.err
+    obj = json.loads(r.out)
+    kinds = [(c["kind"], c["path"], c["read"]) for c in obj["config_files"]]
+    assert kinds[1:] == [
+        ("user", str(user), True),
+        ("project", str(sandbox.cwd / ".specterm.toml"), True),
+        ("--config", str(extra), True),
+    ]
+    rep = obj["report"]
+    assert rep["ctx"] == 512 and rep["kv_type"] == "q8_0"  # flag beats --config beats user file
+    assert rep["vocab_compatible"] is True and rep["draft_kind"] == "model"
+    assert rep["draft"]["path"] == demo_path
+    assert rep["target"]["fim"] is False and rep["target"]["chat_template"] is True
+    assert rep["memory"]["kv_cache_bytes"] == 2 * rep["target"]["kv_cache_bytes"]
+    assert rep["memory"]["weights_bytes"] == 2 * os.path.getsize(demo_path)
+    assert obj["ok"] is True and obj["demo"] is True
+
+
+def test_doctor_fails_on_an_incompatible_pair(sandbox: Sandbox, models):
+    r = sandbox.run("doctor", "--draft", models.vocab_mismatch)
+    assert r.rc == 2
+    assert "INCOMPATIBLE" in r.out and "cannot work" in r.out and "Traceback" not in r.err
+
+
+def test_doctor_reports_a_missing_model_with_the_config_files(sandbox: Sandbox):
+    cfg = sandbox.write_user_config('[model]\ntarget = "~/models/big.gguf"\n')
+    r = sandbox.run("doctor")
+    assert r.rc == 2
+    assert str(cfg) in r.out and "'model.target'" in r.out and str(sandbox.home / "models" / "big.gguf") in r.out
+
+
+def test_doctor_non_gguf_target(sandbox: Sandbox):
+    notes = sandbox.cwd / "notes.txt"
+    notes.write_text("plain text\n" * 20)
+    r = sandbox.run("doctor", "--target", str(notes))
+    assert r.rc == 2 and "not a GGUF file" in r.out
+
+
+def test_generate_json_on_the_demo(sandbox: Sandbox):
+    r = sandbox.run("generate", "--json", "--prompt", "def add(a, b):\n", "--max-tokens", "12",
+                    "--ctx", "512", "--draft-max", "5")
+    assert r.rc == 0, r.err
+    obj = check_result_json(r.out, draft="lookup", draft_max=5, max_tokens=12)
+    assert obj["demo"] is True and "SmolLM2" in obj["target"]
+    assert r.err == ""
+
+
+def test_generate_streams_plain_text_from_stdin_and_file(sandbox: Sandbox):
+    prompt = "1, 2, 3, 4, 5, 6,"
+    piped = sandbox.run("generate", "--max-tokens", "8", "--draft", "none", "--ctx", "256", stdin=prompt)
+    assert piped.rc == 0, piped.err
+    assert piped.out.strip() and not piped.out.startswith("{")
+    (sandbox.cwd / "p.txt").write_text(prompt)
+    from_file = sandbox.run("generate", "--max-tokens", "8", "--draft", "none", "--ctx", "256",
+                            "--prompt-file", "p.txt")
+    assert from_file.rc == 0 and from_file.out == piped.out  # greedy: the same prompt, the same text
+
+
+def test_complete_file_and_stdin_buffer(sandbox: Sandbox):
+    (sandbox.cwd / ".specterm.toml").write_text(NO_TIME_BUDGET)
+    src = sandbox.cwd / "calc.py"
+    src.write_text("def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    \n")
+    r = sandbox.run("complete", f"{src}:6:5", "--json", "--max-tokens", "8", "--ctx", "512")
+    assert r.rc == 0, r.err
+    check_result_json(r.out, draft="lookup", draft_max=16, max_tokens=8)
+
+    # --stdin: the buffer comes from standard input; the named file need not exist.
+    unsaved = "def square(x):\n    return x * x\n\n\ndef cube(x):\n    \n"
+    r = sandbox.run("complete", "unsaved.py:6:5", "--stdin", "--max-tokens", "8", "--ctx", "512",
+                    stdin=unsaved)
+    assert r.rc == 0, r.err
+    assert not r.out.endswith("\n\n")  # exactly the completion: nothing appended when piped
+
+
+def test_verbose_lets_llama_cpp_log_through(sandbox: Sandbox):
+    r = sandbox.run("generate", "--verbose", "--prompt", "a", "--max-tokens", "1", "--draft", "none",
+                    "--ctx", "256")
+    assert r.rc == 0
+    assert "llama" in r.err  # llama.cpp's loader log
+
+
+def test_ctrl_c_exits_130_without_traceback(sandbox: Sandbox):
+    proc = subprocess.Popen(
+        [str(SPECTERM), "generate", "--prompt", "1, 2, 3, 4, 5, 6, 7, 8,", "--max-tokens", "2000",
+         "--draft", "none", "--ctx", "4096"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        cwd=sandbox.cwd, env=sandbox.env(),
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.read(1)  # generation has started
+        assert first, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"interrupted" in err
+
+
+def test_generate_reports_an_unusable_model(sandbox: Sandbox, models):
+    r = sandbox.run("generate", "--target", models.truncated, "--prompt", "x")
+    assert_clean_error(r, models.truncated)
