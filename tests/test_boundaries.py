@@ -1,0 +1,109 @@
+"""Architecture rules that keep the layers honest:
+
+- the engine is a library: it never imports Textual or specterm.tui;
+- only engine/llama.py talks to llama.cpp (imports llama_cpp);
+- installed, everything lives under `specterm.`: no generic top-level `engine`/`tui`/`themes`;
+- headless commands never load Textual (fast start for editor plugins).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE_DIRS = {"engine": "specterm.engine", "tui": "specterm.tui", "themes": "specterm.themes"}
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    """Absolute names of every module a source file imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base)
+                mod = f"{prefix}.{node.module}" if node.module else prefix
+                names.add(mod)
+                names.update(f"{mod}.{alias.name}" for alias in node.names)
+            else:
+                names.add(node.module or "")
+    return names
+
+
+def sources(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def test_imported_modules_resolves_relative_imports(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from ..tui import app\nfrom . import llama\nimport textual.app\n")
+    names = imported_modules(f, "specterm.engine")
+    assert {"specterm.tui", "specterm.tui.app", "specterm.engine.llama", "textual.app"} <= names
+
+
+@pytest.mark.parametrize("path", sources("engine"), ids=lambda p: p.name)
+def test_engine_never_imports_textual_or_the_tui(path: Path):
+    for name in imported_modules(path, "specterm.engine"):
+        top = name.split(".")[0]
+        assert top != "textual", f"{path.name} imports {name}"
+        assert not name.startswith("specterm.tui"), f"{path.name} imports {name}"
+        assert top not in ("tui", "engine", "themes"), f"{path.name} imports the unnamespaced {name}"
+
+
+@pytest.mark.parametrize(
+    "path", [p for d in PACKAGE_DIRS for p in sources(d)], ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_only_engine_llama_imports_llama_cpp(path: Path):
+    package = PACKAGE_DIRS[path.relative_to(REPO).parts[0]]
+    uses = {n for n in imported_modules(path, package) if n.split(".")[0] == "llama_cpp"}
+    if path == REPO / "engine" / "llama.py":
+        assert uses, "engine/llama.py is the one module that talks to llama.cpp"
+    else:
+        assert not uses, f"{path.relative_to(REPO)} imports {sorted(uses)}; go through specterm.engine.llama"
+
+
+def run_python(code: str, cwd: Path) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_no_generic_top_level_modules_are_installed(tmp_path):
+    code = (
+        "import importlib.util as u\n"
+        "print([n for n in ('engine', 'tui', 'themes') if u.find_spec(n) is not None])\n"
+        "import specterm.engine, specterm.tui, specterm.themes\n"
+    )
+    assert run_python(code, tmp_path) == "[]"
+
+
+def test_engine_import_loads_neither_textual_nor_the_tui(tmp_path):
+    code = (
+        "import sys, pkgutil, importlib, specterm.engine as e\n"
+        "for m in pkgutil.iter_modules(e.__path__):\n"
+        "    importlib.import_module('specterm.engine.' + m.name)\n"
+        "print(sorted(n for n in sys.modules if n.startswith(('textual', 'specterm.tui'))))\n"
+    )
+    assert run_python(code, tmp_path) == "[]"
+
+
+def test_headless_cli_does_not_load_textual(tmp_path):
+    code = (
+        "import sys, contextlib, io\n"
+        "from specterm.tui import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        cli.main(['complete', '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules if n.startswith('textual')}))\n"
+    )
+    assert run_python(code, tmp_path) == "[]"
