@@ -121,7 +121,8 @@ class SpectermApp(App[int]):
         self.engine: Engine | None = engine
         self._owns_engine = engine is None
         self._reload_settings = reload_settings
-        self.user_theme_dir = user_theme_dir or (user_config_path(env).parent / "themes")
+        self.user_config = user_config_path(env)  # where a theme choice is persisted
+        self.user_theme_dir = user_theme_dir or (self.user_config.parent / "themes")
         self.watch_files = watch
         self.over_ssh = bool(env.get("SSH_CONNECTION"))
         if self.over_ssh:
@@ -143,6 +144,11 @@ class SpectermApp(App[int]):
         self.watcher: FileWatcher | None = None
         self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
         self.engine_ready = threading.Event()
+
+    def notify(self, message: str, *, title: str = "", severity="information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Notices carry file names, config keys ([model]) and model output: never markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -485,7 +491,7 @@ class SpectermApp(App[int]):
 
     def _config_paths(self) -> set[Path]:
         paths = {p for p in self.settings.files_read if p is not None}
-        paths.add(user_config_path())
+        paths.add(self.user_config)
         paths.add(self.root / ".specterm.toml")
         return {Path(p).absolute() for p in paths}
 
@@ -640,7 +646,7 @@ class SpectermApp(App[int]):
             try:
                 from .config_writer import plan_edit
 
-                plan_edit(user_config_path(), {"ui": {"theme": theme.name}}).write()
+                plan_edit(self.user_config, {"ui": {"theme": theme.name}}).write()
             except Exception as err:  # persisting is a convenience: never fail the switch
                 self.notify(f"Theme applied but not saved: {err}", severity="warning", timeout=8)
 

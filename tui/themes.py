@@ -17,7 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
+from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.syntax import ANSI_DARK, ANSI_LIGHT, ANSISyntaxTheme, PygmentsSyntaxTheme, SyntaxTheme
 from textual.color import Color, ColorParseError
@@ -151,8 +153,9 @@ def parse_theme(path: Path, data: dict[str, Any]) -> SpectermTheme:
         path, "pygments_style", data.get("pygments_style", "monokai"), str, "a string"
     )
     try:
-        _syntax_theme(pygments_style)
-    except Exception:
+        if pygments_style not in ANSI_STYLES:
+            get_style_by_name(pygments_style)
+    except ClassNotFound:
         raise ThemeError(
             path,
             f"`pygments_style` {pygments_style!r} is not a pygments style "

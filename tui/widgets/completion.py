@@ -98,6 +98,7 @@ class Completer:
                 self._active = None
 
     async def cancel(self, request_id: int) -> None:
-        """Cancel the completion `request_id` if it is the one running (never a chat answer)."""
-        if self.engine is not None and self._active == request_id:
+        """Cancel the completion `request_id` if it is the one running. Never while a chat answer
+        runs: the engine's cancel would stop that too (and the chat already superseded us)."""
+        if self.engine is not None and self._active == request_id and self.blocked_by is None:
             await self.engine.cancel()

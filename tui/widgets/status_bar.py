@@ -61,6 +61,9 @@ class StatusBar(Static):
         self.set_interval(1 / MAX_HZ, self._tick)
         self._tick()
 
+    def on_resize(self) -> None:
+        self._dirty = True
+
     def mark_dirty(self) -> None:
         self._dirty = True
 
@@ -75,33 +78,58 @@ class StatusBar(Static):
         return None if stats is None else getattr(stats, name)
 
     def render_status(self) -> Text:
+        """One line: model names (shortened first when space is short), then the figures."""
         m = self.model
+        width = max(20, (self.size.width or 120) - 2)
         t = Text(no_wrap=True, overflow="ellipsis")
-        if m.state == "loading":
-            t.append("loading… ", "bold")
+        if m.state in ("loading", "error") and not m.target:
+            t.append("loading… " if m.state == "loading" else "error: ", "bold")
             t.append(m.message or "starting the engine")
             return t
-        names = f"{m.target or '?'} + {m.draft or '?'}"
-        t.append(names, "bold")
-        if m.demo:
-            t.append(" [demo]", "reverse")
         current = m.live or m.last
-        t.append("  acc ")
-        t.append(f"{percent(self.figure('acceptance', current))}/{percent(self.figure('acceptance', m.session))}")
+        acc_last = percent(self.figure("acceptance", current))
+        acc_session = percent(self.figure("acceptance", m.session))
         tpp = self.figure("tokens_per_pass", current)
-        t.append(f"  {tpp:.2f} tok/pass" if tpp is not None else "  – tok/pass")
         tps = self.figure("tokens_per_second", current)
-        t.append(f"  {tps:.1f} tok/s" if tps is not None else "  – tok/s")
-        stats = current or m.session
-        drafting = stats.drafting if current is not None else True
         if m.draft == "none":
-            t.append("  draft none")
-        elif not drafting:
-            t.append("  drafting off (does not pay)", "italic")
+            draft = "draft none"
+        elif current is not None and not current.drafting:
+            draft = "drafting off"
+        elif current is not None:
+            draft = f"draft {current.draft_length}/{current.draft_max}"
         else:
-            t.append(f"  draft {stats.draft_length}/{stats.draft_max}" if current else "  draft –")
-        t.append(f"  {m.state}")
-        t.append("  GPU" if m.gpu else "  CPU")
-        if m.file_label:
-            t.append(f"  {m.file_label}", "dim")
+            draft = "draft –"
+        figures = [
+            f"acc {acc_last} · {acc_session} session",
+            f"{tpp:.2f} tok/pass" if tpp is not None else "– tok/pass",
+            f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
+            draft,
+            m.state,
+            "GPU" if m.gpu else "CPU",
+        ]
+        tail = " │ " + " │ ".join(figures)
+        if m.file_label and len(tail) + len(m.file_label) + 30 < width:
+            tail += f" │ {m.file_label}"
+        target = _short(m.target)
+        draft_name = _short(m.draft)
+        demo = " [demo]" if m.demo else ""
+        room = width - len(tail) - len(demo)
+        names = f"{target} + {draft_name}"
+        if len(names) > room:
+            names = _squeeze(target, max(6, room - len(draft_name) - 3)) + f" + {draft_name}"
+            if len(names) > room:
+                names = _squeeze(names, max(6, room))
+        t.append(names, "bold")
+        if demo:
+            t.append(demo, "reverse")
+        t.append(tail)
         return t
+
+
+def _short(name: str) -> str:
+    """Model file names without the .gguf suffix."""
+    return name[:-5] if name.lower().endswith(".gguf") else name
+
+
+def _squeeze(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"

@@ -1,0 +1,58 @@
+"""Files come back to disk exactly as they were read: encoding, newlines, permissions; writes are
+atomic (temp file + rename)."""
+
+import os
+import stat
+
+import pytest
+
+from specterm.tui.textfile import FileLoadError, TextFile, detect_newline, write_atomic
+
+
+def test_crlf_latin1_and_mode_survive_a_save(tmp_path):
+    path = tmp_path / "legacy.txt"
+    path.write_bytes("caf\xe9\r\nline two\r\n".encode("latin-1"))
+    os.chmod(path, 0o640)
+    f = TextFile.load(path)
+    assert f.text == "caf\xe9\nline two\n"
+    assert (f.encoding, f.newline) == ("latin-1", "\r\n")
+    f.save(f.text + "three\n")
+    assert path.read_bytes() == "caf\xe9\r\nline two\r\nthree\r\n".encode("latin-1")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert not f.changed_on_disk()
+    assert [p.name for p in tmp_path.iterdir()] == ["legacy.txt"]  # no temp file left behind
+
+
+def test_bom_is_kept_and_outside_changes_are_detected(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\n")
+    f = TextFile.load(path)
+    assert f.text == "x = 1\n" and f.encoding == "utf-8-sig"
+    f.save("x = 2\n")
+    assert path.read_bytes() == b"\xef\xbb\xbfx = 2\n"
+    path.write_text("x = 3\n")
+    assert f.changed_on_disk()
+
+
+def test_failed_write_leaves_the_original_untouched(tmp_path):
+    path = tmp_path / "keep.txt"
+    path.write_text("original\n")
+    with pytest.raises(TypeError):
+        write_atomic(path, "not bytes")  # type: ignore[arg-type]
+    assert path.read_text() == "original\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_binary_and_missing_files_are_refused_with_a_message(tmp_path):
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02")
+    with pytest.raises(FileLoadError, match="binary"):
+        TextFile.load(tmp_path / "blob.bin")
+    with pytest.raises(FileLoadError, match="no such file"):
+        TextFile.load(tmp_path / "missing.py")
+
+
+def test_newline_detection():
+    assert detect_newline("a\r\nb\r\n") == "\r\n"
+    assert detect_newline("a\nb") == "\n"
+    assert detect_newline("a\rb\r") == "\r"
+    assert detect_newline("") == "\n"
