@@ -107,3 +107,18 @@ def test_headless_cli_does_not_load_textual(tmp_path):
         "print(sorted({n.split('.')[0] for n in sys.modules if n.startswith('textual')}))\n"
     )
     assert run_python(code, tmp_path) == "[]"
+
+
+def test_every_package_folder_ships_in_the_wheel():
+    """A folder with __init__.py that pyproject does not list would be missing from the wheel
+    (editable installs hide this: they import straight from the tree)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    for folder, package in PACKAGE_DIRS.items():
+        for init in (REPO / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO / folder).parts
+            name = ".".join((package, *rel))
+            assert name in listed, f"{init.parent.relative_to(REPO)} ({name}) is not in pyproject's packages"
