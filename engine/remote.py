@@ -208,7 +208,7 @@ def _error_text(body: bytes) -> str:
     return str(data)[:300]
 
 
-class _HttpStatusError(BackendUnavailableError):
+class ServerHTTPError(BackendUnavailableError):
     """The server answered with an error status (kept so callers can branch on the code)."""
 
     def __init__(self, message: str, *, status: int, hint: str | None = None) -> None:
@@ -419,11 +419,11 @@ class RemoteEngine:
             raise _Retryable(f"HTTP {code} ({detail})")
         if code in (401, 403):
             state = "refused the API key" if self.settings.api_key else "requires an API key and none is set"
-            raise BackendUnavailableError(
-                f"the server at {self.root} {state} (HTTP {code}: {detail})", hint=self._key_hint()
+            raise ServerHTTPError(
+                f"the server at {self.root} {state} (HTTP {code}: {detail})", status=code, hint=self._key_hint()
             )
         if code == 404:
-            raise _HttpStatusError(
+            raise ServerHTTPError(
                 f"no OpenAI-compatible API at {self.root}: {what} answered 404 ({detail})",
                 status=404,
                 hint=(
@@ -436,7 +436,7 @@ class RemoteEngine:
                 f"the request does not fit the server's context window ({detail})",
                 hint="Send less (a smaller selection or shorter chat), or start the server with a larger context (-c).",
             )
-        raise _HttpStatusError(f"the server at {self.root} rejected {what}: HTTP {code} ({detail})", status=code)
+        raise ServerHTTPError(f"the server at {self.root} rejected {what}: HTTP {code} ({detail})", status=code)
 
     async def _with_retries(self, what: str, attempt):  # attempt: async () -> T
         """Run `attempt` with bounded retries and exponential backoff inside the deadline."""
@@ -748,7 +748,7 @@ class RemoteEngine:
         path, body, fmt = self._plan(request, infill=use_infill)
         try:
             run.response = await self._open(path, body, run)
-        except _HttpStatusError as exc:
+        except ServerHTTPError as exc:
             if use_infill and self.settings.fim == "auto" and exc.status in (404, 405, 501):
                 self._infill = False  # this server or model has no infill: use a FIM prompt
                 path, body, fmt = self._plan(request, infill=False)

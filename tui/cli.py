@@ -51,6 +51,8 @@ FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "temperature": ("sampling.temperature",),
     "seed": ("sampling.seed",),
     "max_tokens": ("completion.max_tokens", "chat.max_tokens", "generate.max_tokens"),
+    "backend": ("engine.backend",),
+    "url": ("engine.url",),
 }
 
 
@@ -83,6 +85,9 @@ def global_flags() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, metavar="N", help="sampling seed")
     g.add_argument("--ctx", type=int, metavar="N", help="context window in tokens")
     g.add_argument("--max-tokens", type=int, metavar="N", help="most tokens to generate")
+    g.add_argument("--backend", choices=("local", "openai"),
+                   help="local llama.cpp, or an OpenAI-compatible server (llama-server, vLLM) at --url")
+    g.add_argument("--url", metavar="URL", help="the server's base URL for --backend openai, e.g. http://127.0.0.1:8080")
     g.add_argument("--verbose", action="store_true", help="show llama.cpp's own log on stderr")
     g.add_argument("--version", action="version", version=version_string())
     return p

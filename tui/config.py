@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Mapping, get_type_hints
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,6 +40,9 @@ from specterm.engine.settings import (
     SamplingSettings,
     SpeculativeSettings,
 )
+
+if TYPE_CHECKING:
+    from specterm.engine.remote import RemoteSettings
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
@@ -159,7 +162,7 @@ PATH_KEYS: dict[str, tuple[str, ...]] = {
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "model.kv_type": ("f16", "q8_0", "q4_0"),
-    "engine.backend": ("local", "remote"),
+    "engine.backend": ("local", "openai"),
 }
 
 
@@ -290,6 +293,23 @@ class Settings:
                 temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed
             ),
             verbose=self.verbose,
+        )
+
+    def remote_settings(self, env: Mapping[str, str] | None = None) -> "RemoteSettings":
+        """The remote engine's view ([engine] backend = "openai"): the URL, and the API key read
+        from the environment variable that [engine] api_key_env names (never from a file)."""
+        from specterm.engine.remote import RemoteSettings  # only the remote backend needs httpx
+
+        env = os.environ if env is None else env
+        name = self.engine.api_key_env.strip()
+        p = self.sampling
+        return RemoteSettings(
+            url=self.engine.url,
+            api_key=(env.get(name) or None) if name else None,
+            api_key_env=name or None,
+            sampling=SamplingSettings(
+                temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed
+            ),
         )
 
 

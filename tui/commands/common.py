@@ -59,6 +59,10 @@ def make_engine(settings: Settings, *, on_progress: Callable[[str, float], None]
         from specterm.engine.local import LocalEngine  # deferred: loads llama.cpp
 
         return LocalEngine(settings.engine_settings(), on_progress=on_progress)
+    if backend == "openai":
+        from specterm.engine.remote import RemoteEngine  # deferred: only the remote backend needs httpx
+
+        return RemoteEngine(settings.remote_settings())
     raise ConfigError(
         f"[engine] backend = \"{backend}\" is not available in this version of specterm "
         f"(set in {settings.origin('engine.backend')}). Use backend = \"local\"."

@@ -10,6 +10,7 @@ list of config files that named it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from typing import TextIO
@@ -36,6 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.engine.backend == "openai":
+        return run_remote(args, settings)
     config_problem: str | None = None
     try:
         check_model_files(settings)
@@ -175,3 +178,28 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         out.write("\nThe pair cannot work: fix the problems above.\n")
     else:
         out.write("\nOK: the pair can work.\n")
+
+
+def run_remote(args: argparse.Namespace, settings: Settings) -> int:
+    """[engine] backend = "openai": check the server (engine/remote_doctor.py), not model files."""
+    from specterm.engine.remote_doctor import check_remote
+
+    progress = TtyProgress()
+    progress(f"contacting {settings.engine.url or '(no url)'}")
+    try:
+        report = asyncio.run(check_remote(settings.remote_settings()))
+    finally:
+        progress.clear()
+    if args.json:
+        sources = [{"kind": s.kind, "path": str(s.path) if s.path else None, "read": s.found} for s in settings.sources]
+        obj = {"version": version_string(), "config_files": sources, "backend": "openai", "ok": report.ok,
+               "remote": report.to_dict()}
+        print(json.dumps(obj, indent=2))
+    else:
+        out = sys.stdout
+        out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
+        for source in settings.sources:
+            out.write(f"  {source.describe()}\n")
+        out.write(f"  backend   openai (url from {settings.origin('engine.url')})\n\n")
+        report.write(out)
+    return 0 if report.ok else 2
