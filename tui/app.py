@@ -209,12 +209,17 @@ class SpectermApp(App[int]):
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def _start_engine(self) -> None:
         engine = self.engine
-        if engine is None:
-            from specterm.engine.local import LocalEngine  # only here: tests may bring their own
-
-            engine = LocalEngine(self.settings.engine_settings(), on_progress=self._progress)
-            self.engine = engine
         try:
+            if engine is None:
+                if self.settings.engine.backend == "openai":  # an OpenAI-compatible server
+                    from specterm.engine.remote import RemoteEngine
+
+                    engine = RemoteEngine(self.settings.remote_settings())
+                else:
+                    from specterm.engine.local import LocalEngine  # only here: tests may bring their own
+
+                    engine = LocalEngine(self.settings.engine_settings(), on_progress=self._progress)
+                self.engine = engine
             await engine.start()
         except EngineError as err:
             self.status_model.state = "error"

@@ -91,7 +91,9 @@ class StatusBar(Static):
         acc_session = percent(self.figure("acceptance", m.session))
         tpp = self.figure("tokens_per_pass", current)
         tps = self.figure("tokens_per_second", current)
-        if m.draft == "none":
+        if m.draft in ("server", "unknown"):  # a remote backend (engine/remote.py) drafts on its own
+            draft = f"draft: {m.draft}"
+        elif m.draft == "none":
             draft = "draft none"
         elif current is not None and not current.drafting:
             draft = "drafting off"
@@ -99,8 +101,11 @@ class StatusBar(Static):
             draft = f"draft {current.draft_length}/{current.draft_max}"
         else:
             draft = "draft –"
+        acc = f"acc {acc_last} · {acc_session} session"
+        if current is not None and not current.acceptance_reported:
+            acc = "acceptance: not reported by server"  # never a made-up figure
         figures = [
-            f"acc {acc_last} · {acc_session} session",
+            acc,
             f"{tpp:.2f} tok/pass" if tpp is not None else "– tok/pass",
             f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
             draft,
