@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from specterm.engine.errors import EngineError
 
 from .commands.common import UsageError
-from .config import ConfigError, load_settings
+from .config import ConfigError, Settings, load_settings
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -161,17 +161,22 @@ def _run(argv: list[str]) -> int:
         parser.print_help()
         return EXIT_OK
     module = by_name.get(args.command)
-    settings = load_settings(
-        project_dir=project_dir(args, module),
-        config_file=getattr(args, "config", None),
-        overrides=overrides_from_args(args),
-        verbose=getattr(args, "verbose", False),
-        check_files=getattr(module, "CHECK_MODEL_FILES", True),
-    )
+
+    def load() -> Settings:
+        """All layers again, with the same flags (the app calls this when a config file changes)."""
+        return load_settings(
+            project_dir=project_dir(args, module),
+            config_file=getattr(args, "config", None),
+            overrides=overrides_from_args(args),
+            verbose=getattr(args, "verbose", False),
+            check_files=getattr(module, "CHECK_MODEL_FILES", True),
+        )
+
+    settings = load()
     if module is None:
         from .app import run_app  # imported here: headless commands never load Textual
 
-        return run_app(settings, Path(args.path)) or EXIT_OK
+        return run_app(settings, Path(args.path), reload_settings=load) or EXIT_OK
     return module.run(args, settings)
 
 
