@@ -122,7 +122,7 @@ def normalise_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise EngineError(
-            f"the remote backend URL {url!r} is not an http(s) address",
+            f"the remote backend URL {url!r} ([engine] url / --url) is not an http(s) address",
             hint='Use e.g. "http://127.0.0.1:8080" or "https://gpu.example.com/v1".',
         )
     path = parts.path.rstrip("/")

