@@ -170,3 +170,34 @@ def test_ctrl_c_exits_130_without_traceback(sandbox: Sandbox):
 def test_generate_reports_an_unusable_model(sandbox: Sandbox, models):
     r = sandbox.run("generate", "--target", models.truncated, "--prompt", "x")
     assert_clean_error(r, models.truncated)
+
+
+def test_progress_and_stats_only_on_a_terminal(sandbox: Sandbox):
+    """stderr a terminal: model-loading progress and a stats line appear there (piped runs above
+    assert an empty stderr); stdout stays the plain generated text."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [str(SPECTERM), "generate", "--prompt", "1, 2, 3,", "--max-tokens", "4", "--ctx", "256"],
+            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+            cwd=sandbox.cwd, env=sandbox.env(),
+        )
+        os.close(slave)
+        out, _ = proc.communicate(timeout=240)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the pty is closed once the child has exited
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    err = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, err
+    assert "loading target" in err and "tokens" in err and "stop: length" in err
+    assert out and b"\x1b" not in out
