@@ -73,6 +73,11 @@ mkdir -p "$ROOT/dl" "$BIN"
 SRC="$ROOT/src/llama_cpp_python-$VERSION/vendor/llama.cpp"
 if [[ ! -f "$SRC/CMakeLists.txt" ]]; then
   echo ">> downloading llama-cpp-python==$VERSION sdist from PyPI" >&2
+  if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    # a system Python without pip (Debian): a throwaway venv inside the cache provides one
+    "$PYTHON" -m venv "$ROOT/pip-venv" >&2
+    PYTHON="$ROOT/pip-venv/bin/python"
+  fi
   "$PYTHON" -m pip download --quiet --no-deps --no-binary :all: -d "$ROOT/dl" "llama-cpp-python==$VERSION" >&2
   sdist=$(ls "$ROOT"/dl/llama_cpp_python-"$VERSION".tar.gz)
   rm -rf "$ROOT/src" && mkdir -p "$ROOT/src"
