@@ -70,8 +70,11 @@ def download(mf: ModelFile, *, force: bool = False, progress: bool | None = None
     from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
     from huggingface_hub import errors as hf_errors
 
+    from huggingface_hub.utils import logging as hf_logging
+
     show = sys.stderr.isatty() if progress is None else progress
     (enable_progress_bars if show else disable_progress_bars)()
+    hf_logging.set_verbosity_error()  # failures become one DownloadError, not a log of retries
     where = f"{mf.file} from {mf.repo}"
     if offline_mode():
         found = cached_path(mf)
@@ -80,8 +83,20 @@ def download(mf: ModelFile, *, force: bool = False, progress: bool | None = None
             raise OfflineError(f"Offline (HF_HUB_OFFLINE is set) and {where} {state} "
                                f"({hub_cache_dir()}).")
         return found
+    if not hub_reachable():
+        # Checked first: huggingface_hub would retry with back-off for half a minute, logging
+        # every attempt, before reporting what one quick request shows.
+        raise OfflineError(f"Offline: {_endpoint()} cannot be reached and {where} is not in the "
+                           f"Hugging Face cache ({hub_cache_dir()}).")
     try:
         return Path(hf_hub_download(mf.repo, mf.file, force_download=force))
+    except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled):
+        # Raised when the Hub cannot be reached (no network, DNS, proxy) and nothing is cached.
+        # LocalEntryNotFoundError subclasses EntryNotFoundError, so it must be caught first.
+        raise OfflineError(
+            f"Offline: {_endpoint()} cannot be reached and {where} is not in the Hugging Face "
+            f"cache ({hub_cache_dir()})."
+        ) from None
     except hf_errors.GatedRepoError:
         raise DownloadError(
             f"{mf.repo} is gated: Hugging Face needs you to accept its licence before downloading.",
@@ -99,19 +114,27 @@ def download(mf: ModelFile, *, force: bool = False, progress: bool | None = None
             hint="Pick another quantization with --quant, or point [model] target at a file "
             "you downloaded yourself.",
         ) from None
-    except hf_errors.LocalEntryNotFoundError:
-        # Raised when the Hub cannot be reached (no network, DNS, proxy) and nothing is cached.
-        raise OfflineError(
-            f"Offline: huggingface.co cannot be reached and {where} is not in the Hugging Face "
-            f"cache {hub_cache_dir()}."
-        ) from None
     except hf_errors.HfHubHTTPError as exc:
         raise DownloadError(f"Downloading {where} failed: {_first_line(exc)}.") from None
-    except OSError as exc:  # disk full, permissions, connection reset mid-transfer
+    except Exception as exc:  # disk full, permissions, connection reset mid-transfer, ...
+        reason = getattr(exc, "strerror", None) or _first_line(exc)
         raise DownloadError(
-            f"Downloading {where} failed: {exc.strerror or _first_line(exc)}.",
+            f"Downloading {where} failed: {reason}.",
             hint="Run the pull again: the download resumes where it stopped.",
         ) from None
+
+
+def hub_reachable(timeout: float = 5.0) -> bool:
+    """One quick request to the Hub endpoint (HF_ENDPOINT), through huggingface_hub's own HTTP
+    client so proxies and certificates are handled as for the download itself."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(constants.ENDPOINT, timeout=timeout)
+    except Exception:  # any transport failure means: not reachable now
+        return False
+    return True
 
 
 def verify_gguf(path: str | Path, *, what: str = "model") -> None:
@@ -168,6 +191,12 @@ def cached_ggufs() -> list[CachedGGUF]:
                 found.append(CachedGGUF(repo=repo.repo_id, file=str(Path(f.file_path).relative_to(
                     rev.snapshot_path)), path=path, size_bytes=f.size_on_disk))
     return found
+
+
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT.split("://", 1)[-1].rstrip("/")
 
 
 def _first_line(exc: BaseException) -> str:

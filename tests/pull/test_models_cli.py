@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO
+from pull_support import DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO
 
 
 def test_listing_shows_every_pair_and_what_is_downloaded(sandbox, tiny_ggufs):

@@ -7,7 +7,7 @@ import pty
 import subprocess
 import tomllib
 
-from conftest import (DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO,
+from pull_support import (DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO,
                       specterm_executable)
 
 
