@@ -197,3 +197,9 @@ def test_pull_repairs_a_config_whose_model_file_is_gone(sandbox, tiny_ggufs):
     r = sandbox.specterm("pull", PAIR, "--yes")
     assert r.returncode == 0, r.stderr
     assert tomllib.loads(sandbox.user_config.read_text())["model"]["target"] == str(target)
+
+
+def test_doctor_points_users_of_the_demo_at_pull(sandbox):
+    r = sandbox.specterm("doctor")
+    assert r.returncode == 0, r.stderr
+    assert "DEMO" in r.stdout and "specterm pull qwen2.5-coder-7b" in r.stdout

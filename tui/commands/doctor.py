@@ -114,6 +114,11 @@ def _model_block(out: TextIO, title: str, m: ModelReport, gpu: bool, origin: str
     out.write(f"  {'KV cache':<12}{_size(m.kv_cache_bytes)}\n")
 
 
+def _bullet(text: str) -> str:
+    """A list item; continuation lines (an error's hint) line up under its first word."""
+    return "  - " + "\n    ".join(text.splitlines()) + "\n"
+
+
 def print_doctor(settings: Settings, report: PairReport | None, config_problem: str | None, out: TextIO) -> None:
     out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
     for source in settings.sources:
@@ -121,7 +126,7 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     out.write(f"  backend   {settings.engine.backend}\n\n")
 
     if config_problem is not None:
-        out.write(f"Problem\n  {config_problem}\n\nThe pair cannot work: fix the setting above.\n")
+        out.write(f"Problem\n{_bullet(config_problem)}\nThe pair cannot work: fix the setting above.\n")
         return
     assert report is not None
     if report.target is not None:
@@ -160,7 +165,9 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     if report.demo:
         out.write(
             "\nThis is the built-in DEMO model (SmolLM2-135M-Instruct): tiny, for trying specterm "
-            "out, not for real work.\nTo use a real pair, put this in "
+            "out, not for real work.\nThe quickest way to a real pair: `specterm pull "
+            "qwen2.5-coder-7b` downloads one and configures it (`specterm models` lists others).\n"
+            "Or, with GGUFs you already have, put this in "
             f"{user_config_path()} (or .specterm.toml in a project):\n"
             "    [model]\n"
             '    target = "~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf"\n'
@@ -170,11 +177,11 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     if report.warnings:
         out.write("\nWarnings\n")
         for w in report.warnings:
-            out.write(f"  - {w}\n")
+            out.write(_bullet(w))
     if report.problems:
         out.write("\nProblems\n")
         for p in report.problems:
-            out.write(f"  - {p}\n")
+            out.write(_bullet(p))
         out.write("\nThe pair cannot work: fix the problems above.\n")
     else:
         out.write("\nOK: the pair can work.\n")
