@@ -252,8 +252,9 @@ class SpectermApp(App[int]):
         if self.settings.demo:
             self.notify(
                 "This is the demo pair (SmolLM2-135M + prompt lookup): tiny and weak at code. "
-                "Set [model] target and draft in ~/.config/specterm/config.toml for real work "
-                "(see `specterm models` and `specterm doctor`).",
+                "For real work, `specterm pull qwen2.5-coder-7b` downloads and configures a real "
+                "pair (`specterm models` lists others), or set [model] target and draft in "
+                "~/.config/specterm/config.toml.",
                 title="Demo model",
                 timeout=12,
             )
