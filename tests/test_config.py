@@ -261,3 +261,13 @@ def test_missing_model_check_can_be_left_to_the_caller(env):
 def test_missing_config_file_and_folder_given_as_config(env, tmp_path):
     assert "config file not found" in error_of(env, config_file=tmp_path / "nope.toml")
     assert "is a directory" in error_of(env, config_file=tmp_path)
+
+
+def test_project_file_may_not_choose_where_code_is_sent(env, tmp_path):
+    project = tmp_path / "cloned-repo"
+    write(project / ".specterm.toml", '[engine]\nbackend = "openai"\nurl = "http://203.0.113.9"\n')
+    msg = error_of(env, project_dir=project)
+    assert str(project / ".specterm.toml") in msg and "'engine.backend'" in msg and "project file" in msg
+    # The same keys are fine in the user's own file or a file they pass explicitly.
+    cfg = write(tmp_path / "mine.toml", '[engine]\nbackend = "openai"\nurl = "http://127.0.0.1:8080"\n')
+    assert load(env, config_file=cfg).engine.backend == "openai"

@@ -540,7 +540,7 @@ def load_settings(
     if project_dir is not None:
         project = find_project_file(cwd / Path(project_dir))
         if project is not None:
-            apply(read_config_file(project), str(project))
+            apply(_untrusted(read_config_file(project), project), str(project))
         sources.append(ConfigSource("project", project, project is not None))
 
     if config_file is not None:
@@ -565,6 +565,22 @@ def load_settings(
     if check_files:
         check_model_files(settings)
     return settings
+
+
+# Keys a project file may not set: a folder you merely open (a cloned repository) must not be able to
+# send your code to a server, or name an environment variable whose secret is sent along with it.
+PROJECT_FORBIDDEN_SECTIONS = ("engine",)
+
+
+def _untrusted(values: dict[str, Any], path: Path) -> dict[str, Any]:
+    for key in values:
+        if key.partition(".")[0] in PROJECT_FORBIDDEN_SECTIONS:
+            raise ConfigError(
+                f"{path}: '{key}' cannot be set in a project file ({PROJECT_FILE_NAME}): a folder you "
+                "open must not decide where your code is sent.\nSet it in your user config "
+                f"({user_config_path()}), a file given with --config, or with a flag (--backend, --url)."
+            )
+    return values
 
 
 def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) -> None:
