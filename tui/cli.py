@@ -118,15 +118,29 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     return parser
 
 
+class _ScanFailed(Exception):
+    pass
+
+
+class _Scanner(argparse.ArgumentParser):
+    """Finds the command word without printing anything; the real parser reports errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ScanFailed(message)
+
+
 def _insert_default_command(argv: list[str], names: set[str]) -> list[str]:
     """`specterm [flags] [PATH]` -> `specterm open [flags] [PATH]`, unless a command is named.
 
     The first word that is not a flag (nor a flag's value) decides; help and version flags alone
     are left to the top-level parser.
     """
-    scanner = global_flags()
+    scanner = _Scanner(add_help=False, parents=[global_flags()], argument_default=argparse.SUPPRESS)
     scanner.add_argument("words", nargs="*")
-    known, _ = scanner.parse_known_args([a for a in argv if a not in ("-h", "--help", "--version")])
+    try:
+        known, _ = scanner.parse_known_args([a for a in argv if a not in ("-h", "--help", "--version")])
+    except _ScanFailed:  # e.g. `--ctx big`: the real parser reports it, with the right usage line
+        return argv if any(a in names for a in argv) else [OPEN_COMMAND, *argv]
     words = getattr(known, "words", [])
     if words and words[0] in names:
         return argv

@@ -86,6 +86,8 @@ def test_tui_command_reports_config_errors_before_starting(sandbox: Sandbox):
         (["generate", "--ctx", "big"], "--ctx"),
         (["generate", "--prompt", "a", "--prompt-file", "b"], "not allowed with"),
         (["doctor", "--no-such-flag"], "--no-such-flag"),
+        (["--ctx", "big", "doctor"], "invalid int value: 'big'"),  # a flag before the command
+        (["--ctx", "big"], "specterm open: error"),
     ],
 )
 def test_bad_usage_exits_2(sandbox: Sandbox, args: list[str], needle: str):
