@@ -53,7 +53,7 @@ def test_doctor_on_the_demo_with_no_config_at_all(sandbox: Sandbox):
     assert "DEMO" in r.out and "SmolLM2-135M-Instruct" in r.out
     assert str(sandbox.user_config) in r.out  # where to put a real pair
     assert "[not found]" in r.out  # the user file was looked for
-    for label in ("Target", "Draft", "Vocabularies", "GPU offload", "Memory", "FIM"):
+    for label in ("Target", "Draft", "Vocabularies", "Speculation", "GPU offload", "Memory", "FIM"):
         assert label in r.out
     assert "prompt lookup" in r.out
     assert r.err == ""  # llama.cpp's log stays quiet without --verbose

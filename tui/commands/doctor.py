@@ -114,6 +114,18 @@ def _model_block(out: TextIO, title: str, m: ModelReport, gpu: bool, origin: str
     out.write(f"  {'KV cache':<12}{_size(m.kv_cache_bytes)}\n")
 
 
+def _speculation(settings: Settings, report: PairReport) -> str:
+    if report.draft_kind == "none":
+        return "off (draft = \"none\")"
+    sp = settings.speculative
+    how = "adaptive length (stops drafting when it does not pay)" if sp.adaptive else "fixed length"
+    line = f"up to {sp.draft_max} draft tokens per target pass, {how}"
+    if report.draft_kind == "model":
+        line += f"; draft stops below p = {sp.p_min}"
+    t = settings.sampling.temperature
+    return line + (f"; sampling at temperature {t}" if t > 0 else "; greedy")
+
+
 def _bullet(text: str) -> str:
     """A list item; continuation lines (an error's hint) line up under its first word."""
     return "  - " + "\n    ".join(text.splitlines()) + "\n"
@@ -146,6 +158,7 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     else:
         vocab = "not applicable (no draft model)"
     out.write(f"{'Vocabularies':<14}{vocab}\n")
+    out.write(f"{'Speculation':<14}{_speculation(settings, report)}\n")
     gpu = (
         "this llama.cpp build can offload to a GPU"
         if report.gpu_offload_supported
