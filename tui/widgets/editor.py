@@ -159,7 +159,21 @@ class CodeEditor(TextArea):
             event.prevent_default()
             self._dismiss(cancel=True)
             return
+        if event.key == "enter" and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            self._replace_via_keyboard("\n" + self._next_line_indent(), *self.selection)
+            return
         await super()._on_key(event)
+
+    def _next_line_indent(self) -> str:
+        """Keep the cursor line's indentation; one level more after an opening `:` or bracket."""
+        row, col = self.cursor_location
+        line = self.document[row]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if line[:col].rstrip().endswith((":", "{", "[", "(")):
+            indent += "\t" if self.indent_type == "tabs" else " " * self.indent_width
+        return indent[: max(0, col)] if col < len(indent) else indent
 
     def action_cursor_word_right(self, select: bool = False) -> None:
         if self._ghost_visible and not select:

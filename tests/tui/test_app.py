@@ -1,0 +1,246 @@
+"""The real app, the real engine, the demo model: driven through Textual's Pilot."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from specterm.tui.app import SpectermApp
+from specterm.tui.screens.choice import ChoiceScreen
+from specterm.tui.widgets.chat import ChatPane
+from specterm.tui.widgets.status_bar import StatusBar
+
+from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
+
+
+def make_app(settings, path, engine, env, **kwargs) -> SpectermApp:
+    """The app builds and owns a real LocalEngine on the demo model from `settings` (and closes it on
+    exit), exactly as `specterm PATH` does. `engine` is the test's own loaded engine, or None."""
+    return SpectermApp(settings, path, engine=engine, environ=env, watch=kwargs.pop("watch", False), **kwargs)
+
+
+async def ghost_at(pilot, app, location=CURSOR_AFTER_DEF) -> str:
+    """Put the cursor somewhere, pause, and wait for the streamed suggestion to finish."""
+    await wait_for(pilot, app.engine_ready.is_set)
+    editor = app.active_editor
+    editor.move_cursor(location)
+    await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending)
+    return editor.ghost_text
+
+
+async def test_pause_shows_ghost_text_tab_inserts_it_as_one_undo_step(project, settings_for, env):
+    path = project / "adders.py"
+    app = make_app(settings_for(project), path, None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        assert editor is not None and editor.has_focus
+        assert editor.cursor_location == (0, 0)  # `specterm FILE`: cursor at the start
+        ghost = await ghost_at(pilot, app)
+        assert "\n" in ghost  # a multi-line suggestion (next line of the function)
+        assert editor.text == REPETITIVE  # ghost text is not in the document
+        await pilot.press("tab")
+        row, col = CURSOR_AFTER_DEF
+        assert editor.text == REPETITIVE[: len(REPETITIVE) - 1] + ghost + "\n"
+        assert editor.ghost_text == ""
+        await pilot.press("ctrl+z")
+        assert editor.text == REPETITIVE
+
+
+async def test_status_bar_shows_acceptance_after_a_completion(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ghost_at(pilot, app)
+        last = app.status_model.last
+        assert last is not None and last.drafted > 0  # prompt lookup drafted from the pattern
+        bar = app.query_one(StatusBar)
+        await wait_for(pilot, lambda: not bar._dirty)
+        text = bar.render_status().plain
+        assert f"acc {round(last.acceptance * 100)}%" in text
+        assert "tok/s" in text and "lookup" in text and "[demo]" in text and "CPU" in text
+
+
+async def test_escape_dismisses_and_typing_through_consumes(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        ghost = await ghost_at(pilot, app)
+        await pilot.press("escape")
+        assert editor.ghost_text == "" and not editor.completion_pending
+        assert editor.text == REPETITIVE
+
+        # Back at the same position: the cache answers at once, without a request.
+        requests_before = app.completer._next_id
+        editor.move_cursor((0, 0))
+        editor.move_cursor(CURSOR_AFTER_DEF)
+        await wait_for(pilot, lambda: editor.ghost_text == ghost, timeout=5)
+        assert app.completer._next_id == requests_before
+        assert app.completer.cache.hits >= 1
+
+        # Typing what the suggestion says consumes it: no new request, the rest stays.
+        assert ghost.startswith("\n")
+        await pilot.press("enter")  # inserts "\n" plus the indentation
+        typed = editor.text[len(REPETITIVE) - 1:].rstrip("\n")
+        assert ghost.startswith(typed)
+        await pilot.pause(0.3)  # several debounce periods
+        assert editor.ghost_text == ghost[len(typed):]
+        assert app.completer._next_id == requests_before
+
+        # Any other edit dismisses it (and a new request follows the pause).
+        editor.insert("z")
+        assert editor.ghost_text == ""
+
+
+async def test_accept_next_word_and_next_line(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        ghost = await ghost_at(pilot, app)
+        await pilot.press("ctrl+right")  # the next word: "\n    return"
+        inserted = editor.text[len(REPETITIVE) - 1:-1]
+        assert inserted.strip() and ghost.startswith(inserted) and len(inserted) < len(ghost)
+        assert editor.ghost_text == ghost[len(inserted):]
+        await pilot.press("end")  # the rest of that line
+        assert "\n" not in editor.ghost_text[:1]
+        line = editor.document[CURSOR_AFTER_DEF[0] + 1]
+        assert line.strip().startswith("return")
+
+
+async def test_chat_streams_an_answer_and_escape_cancels(project, settings_for, env):
+    app = make_app(settings_for(project, **{"chat.max_tokens": 400}), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        chat = app.query_one(ChatPane)
+        await pilot.press("ctrl+l")
+        await pilot.press(*"Explain this code in detail, step by step.")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: chat.streaming and len(chat.history[-1].answer) > 10)
+        assert app.completer.blocked_by == "chat"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not chat.streaming)
+        stats = chat.query(".chat-stats").last().render()
+        assert "cancelled" in str(stats)
+        answer = chat.query(".chat-answer").last()
+        assert answer.source.strip()  # the Markdown widget received the streamed text
+        assert app.completer.blocked_by is None
+
+
+async def test_save_is_atomic_and_keeps_newlines_and_mode(project, settings_for, env):
+    path = project / "dos.txt"
+    path.write_bytes(b"one\r\ntwo\r\n")
+    os.chmod(path, 0o600)
+    app = make_app(settings_for(project), path, None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        inode_before = path.stat().st_ino
+        await pilot.press("x")
+        open_file = app.active_file
+        assert open_file.dirty and "●" in app._tab_label(open_file)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not open_file.dirty)
+        assert path.read_bytes() == b"xone\r\ntwo\r\n"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.stat().st_ino != inode_before  # written to a temp file and renamed over
+        assert sorted(p.name for p in project.iterdir()) == ["adders.py", "dos.txt", "notes.md"]
+        assert "●" not in app._tab_label(open_file)
+
+
+async def test_external_changes_reload_clean_buffers_and_ask_for_dirty_ones(project, settings_for, env):
+    path = project / "notes.md"
+    app = make_app(settings_for(project), path, None, env, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        await wait_for(pilot, lambda: app.watcher.ready.is_set())
+        editor.move_cursor((2, 4))
+        path.write_text("# Notes\n\nSomething changed outside.\n")
+        await wait_for(pilot, lambda: "outside" in editor.text, timeout=10)
+        assert editor.cursor_location == (2, 4)
+        assert not app.active_file.dirty
+
+        # Our own save never triggers the prompt.
+        await pilot.press("!")
+        await pilot.press("ctrl+s")
+        await pilot.pause(1.0)
+        assert not isinstance(app.screen, ChoiceScreen)
+
+        # Dirty buffer + outside change: ask, and keep the user's edits when they say so.
+        await pilot.press("?")
+        path.write_text("# Notes\n\nChanged again.\n")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), timeout=10)
+        await pilot.press("escape")  # "Keep my edits"
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        assert "?" in editor.text and "Changed again" not in editor.text
+
+        # Saving now asks before overwriting the changed disk version.
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("escape")  # Cancel
+        await pilot.pause(0.1)
+        assert path.read_text() == "# Notes\n\nChanged again.\n"
+
+        # Deleted on disk: the tab says so.
+        path.unlink()
+        await wait_for(pilot, lambda: app.active_file.deleted, timeout=10)
+        assert "(deleted)" in app._tab_label(app.active_file)
+
+
+async def test_theme_switch_persists_and_a_broken_theme_is_a_notice(project, settings_for, env, tmp_path):
+    app = make_app(settings_for(project), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Theme: specterm-light" in titles and "Draft: none" in titles and "Save file" in titles
+        app.action_set_theme("specterm-light")
+        await pilot.pause()
+        assert app.theme == "specterm-light"
+        assert editor.theme == "specterm-specterm-light"
+        user_config = app.user_config.read_text()
+        assert 'theme = "specterm-light"' in user_config
+
+        broken = app.user_theme_dir / "broken.toml"
+        broken.parent.mkdir(parents=True, exist_ok=True)
+        broken.write_text("name = \"broken\"\n[colors]\nprimary = \"nonsense\"\n")
+        assert not app.load_theme_path(broken)
+        app.reload_themes()
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert any(str(broken) in m and "colors.primary" in m for m in messages)
+        assert app.theme == "specterm-light"  # still running, theme unchanged
+        await pilot.press("a")
+        assert editor.text.startswith("a")
+
+
+async def test_quit_with_unsaved_changes_asks(project, settings_for, env):
+    app = make_app(settings_for(project), project / "notes.md", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("x")
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("escape")  # Cancel
+        await pilot.pause()
+        assert app.is_running and app.active_file.dirty
+
+
+async def test_small_terminal_collapses_side_panes_and_draft_switch(project, settings_for, env, monkeypatch):
+    monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 5555 10.0.0.2 22")
+    env = dict(env, SSH_CONNECTION="10.0.0.1 5555 10.0.0.2 22")
+    app = make_app(settings_for(project), project, None, env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.animation_level == "none"
+        assert not app.query_one("#tree").display and not app.query_one("#chat").display
+        await pilot.press("ctrl+b")
+        assert app.query_one("#tree").display
+        await wait_for(pilot, app.engine_ready.is_set)
+        await app.action_switch_draft("none")
+        assert app.engine.info.draft_name == "none"
+        assert "draft none" in app.query_one(StatusBar).render_status().plain
+        await app.action_switch_draft("lookup")
+        assert app.engine.info.draft_kind == "lookup"
+
+
+@pytest.mark.parametrize("name", ["NO_COLOR"])
+async def test_no_color_is_honoured(project, settings_for, env, monkeypatch, name):
+    monkeypatch.setenv(name, "1")
+    app = make_app(settings_for(project), project, None, env)
+    async with app.run_test(size=(80, 24)):
+        assert app.no_color
