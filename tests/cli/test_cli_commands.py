@@ -201,3 +201,49 @@ def test_progress_and_stats_only_on_a_terminal(sandbox: Sandbox):
     assert proc.returncode == 0, err
     assert "loading target" in err and "tokens" in err and "stop: length" in err
     assert out and b"\x1b" not in out
+
+
+def test_the_app_opens_on_the_demo_and_quits(sandbox: Sandbox):
+    """The README's run command ends in `.venv/bin/specterm`: on a terminal, with no configuration,
+    the app draws, says it runs the demo, and ctrl+q quits with status 0."""
+    import pty
+    import re
+    import select
+
+    (sandbox.cwd / "hello.py").write_text("print('hello')\n")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: become `specterm` in the sandbox
+        os.chdir(sandbox.cwd)
+        env = sandbox.env()
+        env.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
+        os.execve(str(SPECTERM), [str(SPECTERM)], env)
+    screen = b""
+    status = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and b"demo" not in screen.lower():
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+        plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", screen).decode(errors="replace")
+        assert "demo" in plain.lower(), plain[-2000:]
+        os.write(fd, b"\x11")  # ctrl+q
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(raw)
+                break
+            try:
+                if select.select([fd], [], [], 0.2)[0]:
+                    os.read(fd, 65536)
+            except OSError:
+                pass
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status == 0
