@@ -383,17 +383,19 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def _has_type(value: Any, expected: type) -> bool:
+    """TOML-minded type check: a bool is not an integer, an integer is a fine number."""
+    if isinstance(value, bool):
+        return expected is bool
+    if expected is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, expected)
+
+
 def _check_value(dotted: str, value: Any, where: str) -> Any:
     """Type-check (and widen int -> float) one value; range- and choice-check it."""
     expected = SCHEMA[dotted]
-    ok = (
-        isinstance(value, bool)
-        if expected is bool
-        else isinstance(value, (int, float)) and not isinstance(value, bool)
-        if expected is float
-        else isinstance(value, expected) and not isinstance(value, bool)
-    )
-    if not ok:
+    if not _has_type(value, expected):
         got = _kind(value) if isinstance(value, (dict, list)) else f"{_show(value)} ({_kind(value)})"
         raise ConfigError(
             f"{where}: '{dotted}' must be {_TYPE_NAMES[expected]}, got {got}."
