@@ -98,8 +98,9 @@ class PairReport:
 
 def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairReport:
     """Inspect the configured pair. Never raises for a bad model: failures become `problems`."""
-    from .llama import gpu_offload_supported  # deferred: importing llama.cpp takes a moment
+    from .llama import gpu_offload_supported, set_verbose  # deferred: importing llama.cpp takes a moment
 
+    set_verbose(settings.verbose)
     gpu = gpu_offload_supported()
     problems: list[str] = []
     warnings: list[str] = []
