@@ -235,6 +235,15 @@ class SpectermApp(App[int]):
         self.engine_ready.set()
         self._first_run_hints()
 
+    def freeze_figures(self, **figures: float) -> None:
+        """Show fixed values for timing-dependent figures (tokens_per_second, acceptance,
+        tokens_per_pass, draft_length, drafting) everywhere they are displayed. A display-level
+        hook for deterministic snapshots; the engine and its statistics are untouched."""
+        self.frozen_figures.update(figures)
+        self.query_one(StatusBar).frozen_figures = self.frozen_figures
+        self.query_one(StatusBar).mark_dirty()
+        self.query_one(ChatPane).frozen_figures = self.frozen_figures
+
     def _progress(self, message: str, fraction: float) -> None:
         def show() -> None:
             self.status_model.message = f"{message} ({fraction:.0%})"

@@ -95,24 +95,31 @@ class StatusBar(Static):
             draft = f"draft: {m.draft}"
         elif m.draft == "none":
             draft = "draft none"
-        elif current is not None and not current.drafting:
+        elif current is not None and not self.figure("drafting", current):
             draft = "drafting off"
         elif current is not None:
-            draft = f"draft {current.draft_length}/{current.draft_max}"
+            draft = f"draft {int(self.figure('draft_length', current) or 0)}/{current.draft_max}"
         else:
             draft = "draft –"
         acc = f"acc {acc_last} · {acc_session} session"
         if current is not None and not current.acceptance_reported:
             acc = "acceptance: not reported by server"  # never a made-up figure
-        figures = [
-            acc,
-            f"{tpp:.2f} tok/pass" if tpp is not None else "– tok/pass",
-            f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
-            draft,
-            m.state,
-            "GPU" if m.gpu else "CPU",
-        ]
-        tail = " │ " + " │ ".join(figures)
+        state = "GPU" if m.gpu else "CPU"
+        if width >= 100:
+            figures = [
+                f"acc {acc_last} · {acc_session} session",
+                f"{tpp:.2f} tok/pass" if tpp is not None else "– tok/pass",
+                f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
+                draft, m.state, state,
+            ]
+        else:  # 80 columns: the same figures, abbreviated
+            figures = [
+                f"acc {acc_last}/{acc_session}",
+                f"{tpp:.1f}/pass" if tpp is not None else "–/pass",
+                f"{tps:.0f} t/s" if tps is not None else "– t/s",
+                draft.replace("draft ", "d").replace("drafting off", "d-off"), m.state, state,
+            ]
+        tail = (" │ " if width >= 100 else " ") + (" │ " if width >= 100 else " ").join(figures)
         if m.file_label and len(tail) + len(m.file_label) + 30 < width:
             tail += f" │ {m.file_label}"
         target = _short(m.target)

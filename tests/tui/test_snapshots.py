@@ -1,0 +1,55 @@
+"""Snapshots of the main screen at 80x24 and 120x40, with a real streamed suggestion on screen.
+
+The engine is real and greedy, so the suggestion text is deterministic; figures that depend on
+timing (tokens/s, and acceptance and draft length, which the adaptive controller derives from
+measured costs) are frozen through the app's display-level hook `freeze_figures`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from specterm.tui.app import SpectermApp
+
+from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
+
+FROZEN = dict(tokens_per_second=123.4, acceptance=0.75, tokens_per_pass=1.8, draft_length=4, drafting=True)
+
+
+@pytest.fixture
+def snapshot_project(tmp_path):
+    root = tmp_path / "demo-project"  # the tree shows this name: keep it fixed
+    root.mkdir()
+    (root / "adders.py").write_text(REPETITIVE)
+    (root / "README.md").write_text("# demo\n")
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "debug.log").write_text("ignored\n")
+    return root
+
+
+def snapshot_app(root, settings_for, env) -> tuple[SpectermApp, object]:
+    app = SpectermApp(settings_for(root), root / "adders.py", environ=env, watch=False)
+
+    async def run_before(pilot) -> None:
+        await wait_for(pilot, app.engine_ready.is_set, timeout=60)
+        tree = app.query_one("#tree")
+        await wait_for(pilot, lambda: len(tree.root.children) >= 2)
+        editor = app.active_editor
+        editor.cursor_blink = False
+        editor.move_cursor(CURSOR_AFTER_DEF)
+        await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending, timeout=60)
+        app.freeze_figures(**FROZEN)
+        app.clear_notifications()
+        await pilot.pause(0.5)  # let the status bar's 4 Hz refresh run
+
+    return app, run_before
+
+
+def test_main_screen_80x24(snap_compare, snapshot_project, settings_for, env):
+    app, run_before = snapshot_app(snapshot_project, settings_for, env)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_main_screen_120x40(snap_compare, snapshot_project, settings_for, env):
+    app, run_before = snapshot_app(snapshot_project, settings_for, env)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
