@@ -69,8 +69,12 @@ def _recent_errors() -> str:
     with _log_lock:
         lines = [line.strip() for line in _recent_log if line.strip()]
         _recent_log.clear()
-    hits = [ln for ln in lines if any(w in ln.lower() for w in ("error", "failed", "unknown", "invalid"))]
-    return "; ".join(hits[-3:])
+    hits = []
+    for ln in lines:
+        low = ln.lower()
+        if "error" in low:
+            hits.append(ln.split("error loading model:", 1)[-1].strip())
+    return "; ".join(dict.fromkeys(hits[-3:]))
 
 
 def gpu_offload_supported() -> bool:

