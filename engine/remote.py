@@ -132,7 +132,7 @@ def normalise_url(url: str) -> str:
 
 
 _TUNNEL_HINT = (
-    "Start the server (e.g. `llama-server -m target.gguf --spec-draft-model draft.gguf --port 8080`)"
+    "Start the server (e.g. `llama-server -m target.gguf --spec-type draft-simple --spec-draft-model draft.gguf --port 8080`)"
     " or fix [engine] url / --url. For a server on another machine, "
     "`ssh -N -L 8080:127.0.0.1:8080 gpu-box` makes it http://127.0.0.1:8080 here."
 )
@@ -391,7 +391,7 @@ class RemoteEngine:
             "the remote server decides how it drafts; specterm cannot switch its drafter",
             hint=(
                 "Restart the server with the drafter you want: llama-server "
-                "`--spec-draft-model DRAFT.gguf` (or without it for none); vLLM "
+                "`--spec-type draft-simple --spec-draft-model DRAFT.gguf` (or without them for none); vLLM "
                 "`--speculative-config '{\"model\": ..., \"num_speculative_tokens\": 4}'`."
             ),
         )

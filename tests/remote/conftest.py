@@ -72,7 +72,8 @@ def _llama_server(binary: str, target: str, draft: str | None, tmp: Path, *, key
     argv = [binary, "-m", target, "--host", "127.0.0.1", "--port", str(port),
             "-c", "1024", "-t", "1", "-np", "1", "--metrics", "--slots", "--no-warmup"]
     if draft:
-        argv += ["--spec-draft-model", draft, "--spec-draft-n-max", "4", "--spec-draft-n-min", "0", "-td", "1"]
+        argv += ["--spec-draft-model", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", "4",
+                 "--spec-draft-n-min", "0", "-td", "1"]
     if key:
         argv += ["--api-key", key]
     return ServerProcess(argv, port, tmp / f"llama-server-{port}.log", "/health")

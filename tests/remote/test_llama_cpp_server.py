@@ -241,3 +241,50 @@ async def test_backoff_reconnects_when_the_server_comes_back(own_llama_cpp_serve
         assert time.monotonic() - t0 > 0.5  # it really had to wait for the restart
     finally:
         await engine.close()
+
+
+LONG_PROMPT = "def helper_{i}(x):\n    return x + {i}\n\n"
+
+
+async def test_cancel_before_the_first_token_does_not_wait_for_the_server(llama_cpp_server):
+    """While the server still reads a long prompt nothing has streamed yet; cancel acts anyway."""
+    engine = RemoteEngine(settings(llama_cpp_server.url))
+    try:
+        await engine.start()
+        prompt = "".join(LONG_PROMPT.format(i=i) for i in range(50))  # ~700 tokens to read first
+        task = asyncio.create_task(collect(engine, GenerateRequest(prompt=prompt, max_tokens=50)))
+        await asyncio.sleep(0.2)
+        t0 = time.monotonic()
+        await engine.cancel()
+        events = await asyncio.wait_for(task, 5)
+        assert events[-1].reason == "cancelled" and time.monotonic() - t0 < 1.0
+    finally:
+        await engine.close()
+
+
+async def test_completion_time_budget_ends_the_request(llama_cpp_server):
+    engine = RemoteEngine(settings(llama_cpp_server.url))
+    try:
+        await engine.start()
+        prefix = "".join(LONG_PROMPT.format(i=i) for i in range(50, 100))
+        t0 = time.monotonic()
+        done = (await collect(engine, CompletionRequest(prefix=prefix, max_tokens=64, time_budget_s=0.3)))[-1]
+        assert done.reason == "time" and time.monotonic() - t0 < 2.0
+    finally:
+        await engine.close()
+
+
+async def test_a_prompt_longer_than_the_context_is_a_clear_error(llama_cpp_server):
+    """llama_cpp.server answers 200 and then sends nothing: no retries, a message that says so."""
+    engine = RemoteEngine(settings(llama_cpp_server.url))
+    try:
+        await engine.start()
+        t0 = time.monotonic()
+        with pytest.raises(BackendUnavailableError) as err:
+            await collect(engine, GenerateRequest(prompt="word " * 1500, max_tokens=4))
+        assert "without sending anything" in str(err.value) and "context" in str(err.value)
+        assert time.monotonic() - t0 < 10.0
+        again = (await collect(engine, GenerateRequest(prompt="Hello", max_tokens=2)))[-1]
+        assert again.reason == "length"
+    finally:
+        await engine.close()
