@@ -221,5 +221,7 @@ def test_cli_doctor_on_llama_server(llama_server, tmp_path):
     assert "round trip  first token" in out
     assert "$GPU_BOX_KEY set" in out
     assert str(config) in out  # which files were read
-    wrong = run_specterm("doctor", "--config", str(config), env={"GPU_BOX_KEY": "wrong"}, cwd=tmp_path)
-    assert wrong.returncode == 2 and "refused the API key" in wrong.stdout and "wrong" not in wrong.stdout.replace("wrong URL", "")
+    wrong = run_specterm("doctor", "--config", str(config), env={"GPU_BOX_KEY": "bad-key-1234"}, cwd=tmp_path)
+    assert wrong.returncode == 2 and "refused the API key" in wrong.stdout
+    assert "reachable   yes, but it refused (HTTP 401)" in wrong.stdout
+    assert "bad-key-1234" not in wrong.stdout + wrong.stderr  # the key is never printed
