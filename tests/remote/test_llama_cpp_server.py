@@ -288,3 +288,31 @@ async def test_a_prompt_longer_than_the_context_is_a_clear_error(llama_cpp_serve
         assert again.reason == "length"
     finally:
         await engine.close()
+
+
+def test_cli_doctor_json_and_complete_through_the_server(llama_cpp_server, tmp_path):
+    import json
+
+    from remote_servers import run_specterm
+
+    env = {"SPECTERM_API_KEY": API_KEY}
+    res = run_specterm("doctor", "--backend", "openai", "--url", llama_cpp_server.url, "--json", env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    obj = json.loads(res.stdout)
+    remote = obj["remote"]
+    assert obj["backend"] == "openai" and obj["ok"] and remote["ok"]
+    assert remote["server"]["kind"] == "llama-cpp-python" and remote["drafting"] is None
+    assert remote["round_trip"]["tokens"] > 0
+    assert remote["round_trip"]["acceptance"] is None
+    assert remote["round_trip"]["acceptance_text"] == "not reported by server"
+
+    src = tmp_path / "add.py"
+    src.write_text("def add(a, b):\n    return \n")
+    no_budget = tmp_path / "no-budget.toml"  # a loaded CI machine must not turn this into "time"
+    no_budget.write_text("[completion]\ntime_budget_ms = 0\n")
+    res = run_specterm("complete", f"{src}:2:12", "--backend", "openai", "--url", llama_cpp_server.url,
+                       "--config", str(no_budget), "--max-tokens", "8", "--json", env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["stats"]["acceptance"] is None and out["stats"]["acceptance_reported"] is False
+    assert out["stats"]["tokens"] > 0
