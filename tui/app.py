@@ -522,13 +522,13 @@ class SpectermApp(App[int]):
         if self.watcher is None:
             return
         paths = {f.file.path for f in self.files.values()} | self._config_paths() | self._theme_paths()
-        self.watcher.set_paths(paths)
+        self.watcher.set_paths(paths, {self.user_theme_dir})
 
     async def _files_changed(self, changes: dict[Path, Change]) -> None:
         config_paths, theme_paths = self._config_paths(), self._theme_paths()
         if any(p in config_paths for p in changes):
             self.reload_config()
-        if any(p in theme_paths for p in changes):
+        if any(p in theme_paths or p.parent == self.user_theme_dir.absolute() for p in changes):
             self.reload_themes()
         for path in changes:
             open_file = self.find_open(path)
@@ -654,7 +654,10 @@ class SpectermApp(App[int]):
     def _apply_theme(self, theme: SpectermTheme, *, persist: bool) -> None:
         self.spectheme = theme
         self.register_theme(theme.textual)
-        self.theme = theme.name
+        if self.theme == theme.name:
+            self._watch_theme(theme.name)  # same name, new colours (a reloaded file): re-apply
+        else:
+            self.theme = theme.name
         for open_file in self.files.values():
             open_file.editor.apply_theme(theme)
         if persist:

@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "specterm.tui.commands.generate",
     "specterm.tui.commands.doctor",
     "specterm.tui.commands.pull", "specterm.tui.commands.models",
+    "specterm.tui.commands.bench",
 ]
 OPEN_COMMAND = "open"  # the TUI; `specterm [PATH]` means `specterm open [PATH]`
 

@@ -25,6 +25,7 @@ class FileWatcher:
         self.debounce_ms = debounce_ms
         self._paths: frozenset[Path] = frozenset()
         self._dirs: frozenset[Path] = frozenset()
+        self._folders: frozenset[Path] = frozenset()
         self._task: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
         self.ready = asyncio.Event()  # set once the current watch is running
@@ -33,9 +34,11 @@ class FileWatcher:
     def paths(self) -> frozenset[Path]:
         return self._paths
 
-    def set_paths(self, paths: set[Path]) -> None:
+    def set_paths(self, paths: set[Path], folders: set[Path] = frozenset()) -> None:
+        """Watch `paths`, plus every `*.toml` in `folders` (so a new theme file is noticed too)."""
         resolved = frozenset(Path(p).absolute() for p in paths)
-        dirs = frozenset(p.parent for p in resolved if p.parent.is_dir())
+        self._folders = frozenset(Path(f).absolute() for f in folders if Path(f).is_dir())
+        dirs = frozenset(p.parent for p in resolved if p.parent.is_dir()) | self._folders
         self._paths = resolved
         if dirs == self._dirs and self._task is not None and not self._task.done():
             return
@@ -61,7 +64,7 @@ class FileWatcher:
                 relevant: dict[Path, Change] = {}
                 for change, raw in changes:
                     path = Path(raw).absolute()
-                    if path in self._paths:
+                    if path in self._paths or (path.parent in self._folders and path.suffix == ".toml"):
                         relevant[path] = change
                 if relevant:
                     result = self.on_change(relevant)

@@ -233,7 +233,7 @@ async def test_small_terminal_collapses_side_panes_and_draft_switch(project, set
         await wait_for(pilot, app.engine_ready.is_set)
         await app.action_switch_draft("none")
         assert app.engine.info.draft_name == "none"
-        assert "draft none" in app.query_one(StatusBar).render_status().plain
+        assert "no draft" in app.query_one(StatusBar).render_status().plain  # 80 columns: abbreviated
         await app.action_switch_draft("lookup")
         assert app.engine.info.draft_kind == "lookup"
 
@@ -244,3 +244,56 @@ async def test_no_color_is_honoured(project, settings_for, env, monkeypatch, nam
     app = make_app(settings_for(project), project, None, env)
     async with app.run_test(size=(80, 24)):
         assert app.no_color
+
+
+async def test_manual_trigger_when_auto_is_off_and_tab_indents_without_a_suggestion(project, settings_for, env):
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        editor.move_cursor((3, 0))
+        await pilot.press("tab")
+        assert editor.document[3] == "    "  # no suggestion: Tab indents
+        await pilot.pause(0.3)
+        assert app.completer._next_id == 0 and editor.ghost_text == ""  # nothing automatic
+        editor.move_cursor(CURSOR_AFTER_DEF)
+        await pilot.press("ctrl+@")  # what ctrl+space sends
+        await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending)
+        assert app.completer._next_id == 1
+
+
+async def test_config_and_theme_files_reload_live(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", None, env, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.watcher.ready.is_set())
+        assert app.completer.options.max_tokens == 12
+        (project / ".specterm.toml").write_text("[completion]\nmax_tokens = 5\n")
+        await wait_for(pilot, lambda: app.completer.options.max_tokens == 5, timeout=10)
+
+        # A broken config: a notice, and the running settings stay.
+        (project / ".specterm.toml").write_text("[completion]\nmax_tokens = \"many\"\n")
+        await wait_for(pilot, lambda: any("max_tokens" in n.message for n in app._notifications), timeout=10)
+        assert app.completer.options.max_tokens == 5
+
+        # A new user theme file appears in the palette without a restart; a broken one is a notice.
+        app.user_theme_dir.mkdir(parents=True, exist_ok=True)
+        app._update_watch()
+        await wait_for(pilot, lambda: app.watcher.ready.is_set())
+        (app.user_theme_dir / "mine.toml").write_text(
+            'name = "mine"\npygments_style = "monokai"\n[colors]\nprimary = "#ff0000"\n')
+        await wait_for(pilot, lambda: "mine" in app.themes, timeout=10)
+        (app.user_theme_dir / "oops.toml").write_text("name = [")
+        await wait_for(pilot, lambda: any("oops.toml" in n.message for n in app._notifications), timeout=10)
+        assert app.is_running
+
+
+async def test_find_selects_the_next_match(project, settings_for, env):
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        await pilot.press("ctrl+f")
+        await pilot.press(*"return")
+        await pilot.press("enter")
+        assert editor.selected_text == "return" and editor.selection.start == (1, 4)
+        await pilot.press("f3")
+        assert editor.selection.start == (5, 4)

@@ -109,8 +109,13 @@ class CodeEditor(TextArea):
         self._spectheme = theme
         name = f"specterm-{theme.name}"
         self.register_theme(TextAreaTheme(name=name, syntax_styles=theme.syntax_styles()))
-        self.theme = name
+        if self.theme == name:
+            self._set_theme(name)  # same name, reloaded file: apply the new styles
+        else:
+            self.theme = name
         self._build_highlight_map()
+        self._ghost_lines = []  # re-colour a visible suggestion for the new background
+        self._ghost_visible = ""
         self._render_ghost()
 
     def _build_highlight_map(self) -> None:

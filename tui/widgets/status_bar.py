@@ -117,7 +117,7 @@ class StatusBar(Static):
                 f"acc {acc_last}/{acc_session}",
                 f"{tpp:.1f}/pass" if tpp is not None else "–/pass",
                 f"{tps:.0f} t/s" if tps is not None else "– t/s",
-                draft.replace("draft ", "d").replace("drafting off", "d-off"), m.state, state,
+                _abbreviate_draft(draft), m.state, state,
             ]
         tail = (" │ " if width >= 100 else " ") + (" │ " if width >= 100 else " ").join(figures)
         if m.file_label and len(tail) + len(m.file_label) + 30 < width:
@@ -136,6 +136,14 @@ class StatusBar(Static):
             t.append(demo, "reverse")
         t.append(tail)
         return t
+
+
+def _abbreviate_draft(draft: str) -> str:
+    if draft == "drafting off":
+        return "draft off"
+    if draft == "draft none":
+        return "no draft"
+    return draft.replace("draft ", "d")
 
 
 def _short(name: str) -> str:

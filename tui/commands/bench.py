@@ -1,0 +1,212 @@
+"""`specterm bench [PATHS...]`: measure acceptance and speedup on your own code.
+
+With no paths it runs the built-in code tasks (completion at cursor positions, continuation, and
+edit-style tasks whose output repeats the input); with paths, FIM tasks cut from those files at
+seeded random cursor positions. Every task runs plain and speculative alternately on one loaded
+engine (A B A B ...), so the figures compare like with like on a busy machine.
+
+Output: a table (and, with --sweep, a chart of speedup against draft length) on stdout; with
+--json one JSON object on stdout and the table on stderr. Progress shows on stderr on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from ..config import Settings
+from .common import TtyProgress, UsageError, isatty
+
+NAME = "bench"
+DEFAULT_FIM_TASKS = 8
+
+
+def _lengths(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected draft lengths like 1,2,4,8,16, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"draft lengths must be whole numbers >= 1, got {text!r}")
+    return sorted(dict.fromkeys(values))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    from specterm.engine.bench import TASK_KINDS  # light: no llama.cpp
+
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    bad = [k for k in kinds if k not in TASK_KINDS]
+    if bad or not kinds:
+        raise argparse.ArgumentTypeError(f"task kinds are {', '.join(TASK_KINDS)}; got {text!r}")
+    return kinds
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        NAME,
+        parents=parents,
+        help="measure acceptance and speedup against plain decoding (built-in tasks or your files)",
+        description="Run code tasks plain and speculative, alternately, and report acceptance, "
+        "tokens/s, speedup, the measured costs (t1, t_d, t_v(k)), the speedup the theory predicts "
+        "from them, loop efficiency, and whether greedy outputs matched. With PATHS, the tasks are "
+        "fill-in-the-middle completions cut from those files at seeded random cursor positions.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to cut FIM tasks from")
+    p.add_argument("--sweep", type=_lengths, default=[], metavar="N,N,...",
+                   help="also run these fixed draft lengths (adaptive off), e.g. 1,2,4,8,16")
+    p.add_argument("--repeat", type=_positive, default=2, metavar="N",
+                   help="plain/speculative pairs per task and mode (default: 2)")
+    p.add_argument("--tasks", type=_positive, default=None, metavar="N",
+                   help=f"run only the first N built-in tasks, or cut N FIM tasks (default: all / {DEFAULT_FIM_TASKS})")
+    p.add_argument("--kinds", type=_kinds, default=None, metavar="KIND,...",
+                   help="only these built-in task kinds: completion, continuation, edit")
+    p.add_argument("--task-seed", type=int, default=0, metavar="N",
+                   help="seed for the FIM cursor positions (default: 0)")
+    p.add_argument("--no-costs", action="store_true",
+                   help="skip measuring t1/t_d/t_v (no predicted speedup or efficiency)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout; the table goes to stderr")
+    return p
+
+
+def build_tasks(args: argparse.Namespace, settings: Settings):
+    from specterm.engine.bench import builtin_tasks, fim_tasks
+
+    if args.paths:
+        if args.kinds and "fim" not in args.kinds:
+            raise UsageError("--kinds selects built-in tasks; with PATHS every task is a FIM task.")
+        try:
+            return fim_tasks(args.paths, count=args.tasks or DEFAULT_FIM_TASKS, seed=args.task_seed,
+                             max_tokens=settings.completion.max_tokens)
+        except ValueError as err:
+            raise UsageError(f"bench: {err}.") from None
+    tasks = builtin_tasks(completion_tokens=settings.completion.max_tokens,
+                          generate_tokens=settings.generate.max_tokens)
+    if args.kinds:
+        tasks = [t for t in tasks if t.kind in args.kinds]
+        if not tasks:
+            raise UsageError(f"no built-in task has kind {', '.join(args.kinds)}.")
+    if args.tasks:
+        tasks = tasks[: args.tasks]
+    return tasks
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.engine.backend != "local":
+        raise UsageError(
+            "bench measures the local llama.cpp engine (it times target and draft passes itself); "
+            "run it on the machine that serves the model, or with --backend local."
+        )
+    from specterm.engine.bench import Bench
+    from specterm.engine.local import LocalEngine
+
+    tasks = build_tasks(args, settings)
+    progress = TtyProgress()
+    engine = LocalEngine(settings.engine_settings(), on_progress=progress)
+    try:
+        engine.load()
+        progress.clear()
+
+        def on_progress(message: str, done: int, total: int) -> None:
+            progress(f"[{_bar(done, total)}] {done}/{total} {message}", None)
+
+        bench = Bench(engine, repeat=args.repeat, on_progress=on_progress, measure_costs=not args.no_costs)
+        report = bench.run(tasks, args.sweep)
+    finally:
+        progress.clear()
+        engine.close_sync()
+    data = report.to_dict()
+    table_stream = sys.stderr if args.json else sys.stdout
+    write_table(data, table_stream)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+    return 0
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+def _bar(done: int, total: int, width: int = 20) -> str:
+    filled = int(width * done / total) if total else width
+    return "#" * filled + "-" * (width - filled)
+
+
+def _f(x, fmt: str, none: str = "-") -> str:
+    return none if x is None else format(x, fmt)
+
+
+def write_table(data: dict, out: TextIO) -> None:
+    """The human report: settings, costs, one row per task, the summary, the sweep and its chart."""
+    s = data["settings"]
+    m = data["machine"]
+    mode = "adaptive" if s["adaptive"] else f"fixed {s['draft_max']}"
+    out.write(f"target {data['target']}  draft {data['draft']} ({data['draft_kind']})  "
+              f"draft_max {s['draft_max']} {mode}  temperature {s['temperature']}  repeat {s['repeat']}\n")
+    out.write(f"machine {m['machine']}, {m['cpus']} CPUs, load average {m['load_average_before']} -> "
+              f"{m['load_average']}\n")
+    c = data.get("costs")
+    if c:
+        tv = c["t_v_ms"]
+        ks = [k for k in ("2", "4", "8", "16", "17") if k in tv]
+        parts = ", ".join(f"t_v({k}) {tv[k]:.2f} ms = {c['t_v_over_t1'][k]:.1f} t1" for k in ks)
+        out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms, {parts}\n")
+    out.write("\n")
+    head = (f"{'task':<26} {'kind':<12} {'tok':>5} {'plain t/s':>9} {'spec t/s':>9} {'speedup':>7} "
+            f"{'predict':>7} {'eff':>5} {'accept':>6} {'tok/pass':>8} {'match':>5}\n")
+    out.write(head)
+    out.write("-" * (len(head) - 1) + "\n")
+    for t in data["tasks"]:
+        out.write(_row(t["name"][:26], t["kind"], t))
+    sm = data["summary"]
+    out.write("-" * (len(head) - 1) + "\n")
+    out.write(f"summary: speedup {_f(sm['speedup'], '.2f')}x (geometric mean; min {_f(sm['speedup_min'], '.2f')}x), "
+              f"acceptance {_f(sm['acceptance'], '.0%')}, efficiency {_f(sm['efficiency'], '.2f')}, "
+              f"outputs {'matched' if sm['outputs_match'] else 'DIFFERED'}\n")
+    if data["sweep"]:
+        out.write("\nfixed draft lengths (adaptive off):\n")
+        out.write(head.replace("task                      ", "draft length              "))
+        for e in data["sweep"]:
+            out.write(_row(f"g = {e['draft_length']}", "all tasks", e))
+        if "best_fixed_draft_length" in sm:
+            out.write(f"best fixed: g = {sm['best_fixed_draft_length']} at {_f(sm['best_fixed_speedup'], '.2f')}x; "
+                      f"adaptive reaches {_f(sm.get('adaptive_vs_best_fixed'), '.2f')} of it\n")
+        out.write("\n")
+        write_chart(data, out)
+    out.flush()
+
+
+def _row(name: str, kind: str, e: dict) -> str:
+    p, sp = e["plain"], e["speculative"]
+    match = e["outputs_match"]
+    return (f"{name:<26} {kind:<12} {sp['tokens']:>5} {_f(p['tokens_per_second'], '9.1f'):>9} "
+            f"{_f(sp['tokens_per_second'], '9.1f'):>9} {_f(e['speedup'], '6.2f') + 'x':>7} "
+            f"{_f(e['predicted_speedup'], '6.2f') + 'x':>7} {_f(e['efficiency'], '5.2f'):>5} "
+            f"{_f(sp['acceptance'], '6.0%'):>6} {_f(sp['tokens_per_pass'], '8.2f'):>8} "
+            f"{'-' if match is None else ('yes' if match else 'NO'):>5}\n")
+
+
+def write_chart(data: dict, out: TextIO, width: int = 40) -> None:
+    """Speedup against draft length as horizontal bars; '|' marks 1.0x (plain decoding)."""
+    rows = [(f"g={e['draft_length']}", e["speedup"]) for e in data["sweep"]]
+    rows.append(("adaptive", data["summary"]["speedup"]))
+    top = max([v for _, v in rows if v] + [1.0]) * 1.05
+    one = int(round(width * 1.0 / top))
+    out.write("speedup vs draft length ('|' = plain decoding, 1.0x)\n")
+    for label, v in rows:
+        n = int(round(width * (v or 0) / top))
+        bar = "█" * n + " " * (width - n)
+        if one < width and n <= one:
+            bar = bar[:one] + "|" + bar[one + 1:]
+        out.write(f"{label:>9} {bar} {_f(v, '.2f')}x\n")
