@@ -297,3 +297,21 @@ async def test_find_selects_the_next_match(project, settings_for, env):
         assert editor.selected_text == "return" and editor.selection.start == (1, 4)
         await pilot.press("f3")
         assert editor.selection.start == (5, 4)
+
+
+async def test_large_files_highlight_edited_lines_at_once_and_the_rest_after_a_pause(tmp_path, settings_for, env):
+    from specterm.tui.widgets.highlight import highlight_map, lexer_for
+
+    path = tmp_path / "big.py"
+    path.write_text("".join(f"def f{i}(x):\n    return x + {i}  # c\n\n" for i in range(300)))
+    app = make_app(settings_for(tmp_path, **{"completion.auto": False}), path, None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        editor.move_cursor((450, 0))
+        await pilot.press("enter", "enter")  # two new lines in the middle: everything below shifts
+        await pilot.press(*"import os")
+        expected = highlight_map(lexer_for("big.py"), editor.text)
+        assert editor._highlights[450] == expected[450]  # the edited line, right away
+        assert editor._highlights[800] == expected[800]  # shifted rows stay right
+        await pilot.pause(0.5)
+        assert {r: h for r, h in editor._highlights.items() if h} == dict(expected)

@@ -39,6 +39,8 @@ from .ghost import next_line, next_word, visible_ghost
 from .highlight import ghost_texts, highlight_map, language_name, lexer_for
 
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
+INCREMENTAL_HIGHLIGHT_LINES = 400  # above this, keystrokes re-lex only the edited lines at once
+FULL_HIGHLIGHT_DELAY_S = 0.3
 
 
 @dataclass
@@ -90,6 +92,8 @@ class CodeEditor(TextArea):
         self._ghost_lines: list[Text] = []
         self._editing = False
         self._debounce: Timer | None = None
+        self._full_highlight: Timer | None = None
+        self._current_edit: Edit | None = None
         self._spectheme = theme
         super().__init__(
             text,
@@ -119,9 +123,47 @@ class CodeEditor(TextArea):
         self._render_ghost()
 
     def _build_highlight_map(self) -> None:
+        """Re-highlight after a change. Small files: lex everything now. Large files: re-lex only
+        the edited lines now (shifting the rest) and the whole file once typing pauses, so a
+        keystroke never waits for pygments to lex thousands of lines."""
+        self._line_cache.clear()
+        edit = getattr(self, "_current_edit", None)
+        if (
+            edit is not None
+            and self.is_mounted
+            and self._lexer is not None
+            and edit._edit_result is not None
+            and self.document.line_count > INCREMENTAL_HIGHLIGHT_LINES
+        ):
+            self._highlight_edited_lines(edit)
+            if self._full_highlight is not None:
+                self._full_highlight.stop()
+            self._full_highlight = self.set_timer(FULL_HIGHLIGHT_DELAY_S, self._highlight_all)
+            return
+        self._highlight_all()
+
+    def _highlight_all(self) -> None:
+        self._full_highlight = None
         self._line_cache.clear()
         self._highlights.clear()
         self._highlights.update(highlight_map(self._lexer, self.text))
+        self.refresh()
+
+    def _highlight_edited_lines(self, edit: Edit) -> None:
+        top = edit.top[0]
+        old_bottom = edit.bottom[0]
+        new_bottom = edit._edit_result.end_location[0]
+        shift = new_bottom - old_bottom
+        old = dict(self._highlights)
+        self._highlights.clear()
+        for row, ranges in old.items():
+            if row < top:
+                self._highlights[row] = ranges
+            elif row > old_bottom:
+                self._highlights[row + shift] = ranges
+        lines = [self.document[r] for r in range(top, new_bottom + 1)]
+        for offset, ranges in highlight_map(self._lexer, "\n".join(lines)).items():
+            self._highlights[top + offset] = ranges
 
     # -- public ghost API -----------------------------------------------------------------------
 
@@ -204,10 +246,12 @@ class CodeEditor(TextArea):
             and ghost.remaining.startswith(edit.text)
         )
         self._editing = True
+        self._current_edit = edit
         try:
             result = super().edit(edit)
         finally:
             self._editing = False
+            self._current_edit = None
         if consumes and ghost is not None:
             ghost.consumed += edit.text
             ghost.anchor = result.end_location
