@@ -39,15 +39,6 @@ def new_engine() -> LocalEngine:
     return LocalEngine(settings)
 
 
-@pytest.fixture(scope="session")
-def shared_engine():
-    """One loaded demo engine for the whole TUI session (loading is cheap, but not free)."""
-    engine = new_engine()
-    asyncio.run(engine.start())
-    yield engine
-    asyncio.run(engine.close())
-
-
 @pytest.fixture
 def env(tmp_path, monkeypatch) -> dict[str, str]:
     """An isolated user config folder: theme choices are persisted there, never in ~/.config."""

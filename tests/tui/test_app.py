@@ -9,10 +9,11 @@ import pytest
 
 from specterm.tui.app import SpectermApp
 from specterm.tui.screens.choice import ChoiceScreen
+from specterm.tui.screens.stats import StatsScreen
 from specterm.tui.widgets.chat import ChatPane
 from specterm.tui.widgets.status_bar import StatusBar
 
-from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
+from .conftest import CURSOR_AFTER_DEF, REPETITIVE, new_engine, wait_for
 
 
 def make_app(settings, path, engine, env, **kwargs) -> SpectermApp:
@@ -59,6 +60,13 @@ async def test_status_bar_shows_acceptance_after_a_completion(project, settings_
         text = bar.render_status().plain
         assert f"acc {round(last.acceptance * 100)}%" in text
         assert "tok/s" in text and "lookup" in text and "[demo]" in text and "CPU" in text
+
+        # The stats panel charts acceptance by draft position and over time.
+        await pilot.press("f9")
+        assert isinstance(app.screen, StatsScreen)
+        assert app.screen.session.drafted_by_position and app.screen.history
+        await pilot.press("escape")
+        assert not isinstance(app.screen, StatsScreen)
 
 
 async def test_escape_dismisses_and_typing_through_consumes(project, settings_for, env):
@@ -185,8 +193,20 @@ async def test_external_changes_reload_clean_buffers_and_ask_for_dirty_ones(proj
 
 
 async def test_theme_switch_persists_and_a_broken_theme_is_a_notice(project, settings_for, env, tmp_path):
-    app = make_app(settings_for(project), project / "adders.py", None, env)
+    # This test hands the app an engine of its own (the app starts it but does not close it).
+    engine = new_engine()
+    app = make_app(settings_for(project), project / "adders.py", engine, env)
+    try:
+        await _theme_switch(app)
+    finally:
+        await engine.close()
+    assert engine.target is None
+
+
+async def _theme_switch(app) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        assert app.completer.engine is app.engine
         editor = app.active_editor
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Theme: specterm-light" in titles and "Draft: none" in titles and "Save file" in titles
