@@ -90,6 +90,7 @@ class CodeEditor(TextArea):
         self._ghost: _Ghost | None = None
         self._ghost_visible = ""
         self._ghost_lines: list[Text] = []
+        self._ghost_moves_tail = False
         self._editing = False
         self._debounce: Timer | None = None
         self._full_highlight: Timer | None = None
@@ -406,10 +407,17 @@ class CodeEditor(TextArea):
             self._ghost_lines = ghost_texts(
                 self._lexer, self._spectheme, self.document[row][:col], visible, background
             )
+            # A multi-line suggestion goes in between: the rest of the cursor line is drawn after
+            # its last line, where it will be once accepted.
+            tail = self.document[row][col:] if len(self._ghost_lines) > 1 else ""
+            self._ghost_moves_tail = bool(tail)
+            if tail:
+                self._ghost_lines[-1].append(tail)
             for line in self._ghost_lines:
                 line.expand_tabs(self.indent_width)
         else:
             self._ghost_lines = []
+            self._ghost_moves_tail = False
         self._line_cache.clear()
         new_extra = max(0, len(self._ghost_lines) - 1)
         if new_extra != old_extra:
@@ -489,7 +497,10 @@ class CodeEditor(TextArea):
             first = Strip([Segment(s.text, (s.style or Style()) + theme.cursor_style) for s in first])
             ghost_strip = Strip.join([first, ghost_strip.crop(1, ghost_strip.cell_length)])
             under = Strip([Segment(under.text, line_style)], 1) if under.cell_length else under
-        joined = Strip.join([left, ghost_strip, under, right])
+        if self._ghost_moves_tail:  # the rest of the line is drawn after the last ghost line
+            joined = Strip.join([left, ghost_strip]).extend_cell_length(width, line_style)
+        else:
+            joined = Strip.join([left, ghost_strip, under, right])
         return joined.crop(0, max(width, joined.cell_length)).apply_style(self._line_style())
 
     def _ghost_row(self, ghost: Text) -> Strip:
