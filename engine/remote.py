@@ -15,10 +15,11 @@ What it speaks:
 * cancellation closes the stream: llama-server and vLLM stop generating when the client goes away.
 
 Failures: connecting retries a bounded number of times with exponential backoff and gives up within
-`RemoteSettings.deadline_s` (10 s by default) with a `BackendUnavailableError` that says what
-happened (refused, DNS, timeout, TLS, auth, wrong URL) and what to do. A connection lost in the
-middle of a reply ends that request with `Finished(reason="error")` and keeps the partial text; the
-engine stays usable and the next request reconnects.
+`RemoteSettings.deadline_s` (10 s by default) with a message that says what happened (refused, DNS,
+timeout, TLS, auth, wrong URL) and what to do: `start()` raises it as a `BackendUnavailableError`;
+inside `stream()` it ends the request with `Finished(reason="error")`, as LocalEngine does for a
+failed request. A connection lost in the middle of a reply also ends it with `Finished("error")`
+and keeps the partial text. Either way the engine stays usable and the next request reconnects.
 
 The engine never reads the environment: the TUI's config module resolves `[engine] api_key_env`
 and passes the key in `RemoteSettings.api_key`.
@@ -708,12 +709,19 @@ class RemoteEngine:
 
     async def _stream(self, request: Request) -> AsyncIterator[Event]:
         if self.server is None or self._client is None:
-            await self.start()
+            try:
+                await self.start()
+            except EngineError as err:
+                yield Finished(reason="error", text="", stats=Stats(), error=str(err))
+                return
         run = _Run()
         self._runs.add(run)
         try:
             async for event in self._attempts(request, run):
                 yield event
+        except EngineError as err:
+            # like LocalEngine: a failed request ends with Finished("error"), the engine lives on
+            yield Finished(reason="error", text="", stats=Stats(), error=str(err))
         finally:
             self._runs.discard(run)
             if run.response is not None:

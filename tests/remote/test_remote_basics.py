@@ -78,10 +78,10 @@ async def test_unreachable_server_fails_fast_with_a_clear_message():
     assert f"127.0.0.1:{port}" in text and "connection refused" in text
     assert "3 attempts" in text  # bounded retries with backoff, then give up
     assert "ssh -N -L" in text  # and what to do
-    # stream() without start() connects on its own and fails the same way
-    with pytest.raises(BackendUnavailableError):
-        async for _ in engine.stream(GenerateRequest(prompt="x", max_tokens=2)):
-            pass
+    # stream() without start() connects on its own and ends the request with the same message
+    events = [ev async for ev in engine.stream(GenerateRequest(prompt="x", max_tokens=2))]
+    assert len(events) == 1 and events[0].reason == "error"
+    assert "connection refused" in events[0].error and events[0].text == ""
     await engine.close()
 
 
