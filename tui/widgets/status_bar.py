@@ -107,14 +107,14 @@ class StatusBar(Static):
         state = "GPU" if m.gpu else "CPU"
         if width >= 100:
             figures = [
-                f"acc {acc_last} · {acc_session} session",
+                acc,
                 f"{tpp:.2f} tok/pass" if tpp is not None else "– tok/pass",
                 f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
                 draft, m.state, state,
             ]
         else:  # 80 columns: the same figures, abbreviated
             figures = [
-                f"acc {acc_last}/{acc_session}",
+                f"acc {acc_last}/{acc_session}" if acc.startswith("acc ") else "acc n/a",
                 f"{tpp:.1f}/pass" if tpp is not None else "–/pass",
                 f"{tps:.0f} t/s" if tps is not None else "– t/s",
                 _abbreviate_draft(draft), m.state, state,
