@@ -602,6 +602,8 @@ def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) ->
 
 def check_model_files(settings: Settings) -> None:
     """Every model path must name an existing file; the error names the key and where it was set."""
+    if settings.engine.backend == "openai":  # the server loads the models; none are read here
+        return
     for key in PATH_KEYS:
         value = getattr(settings.model, key.rpartition(".")[2])
         if value in PATH_KEYS[key]:
