@@ -117,3 +117,12 @@ def test_doctor_reports_an_unreachable_server(tmp_path):
     assert res.returncode == 2
     assert "reachable   NO" in res.stdout and "connection refused" in res.stdout
     assert "Traceback" not in res.stderr
+
+
+def test_cli_remote_backend_does_not_need_local_model_files(tmp_path):
+    """On a laptop driving a GPU box, the [model] paths name files on the box, not here."""
+    port = free_port()
+    res = run_specterm("generate", "--backend", "openai", "--url", f"http://127.0.0.1:{port}",
+                       "--target", str(tmp_path / "not-here.gguf"), "--prompt", "hello", cwd=tmp_path)
+    assert res.returncode == 2
+    assert "cannot reach the remote backend" in res.stderr and "not-here.gguf" not in res.stderr
