@@ -1,0 +1,690 @@
+"""Benchmark speculative decoding against plain decoding on the same target, in one process.
+
+What `specterm bench` measures, and why it is built this way:
+
+- Plain and speculative runs alternate (A B A B ...) on one loaded engine with identical settings,
+  so load on a shared machine and thermal drift hit both sides alike. Plain decoding is the same
+  loop with drafting forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
+- Before the measured runs of a task, one unmeasured plain run puts the prompt in the KV caches:
+  every measured run then starts from the same cache state (prefix reuse re-decodes only the last
+  prompt token), so greedy outputs can be compared token by token and prompt time is not measured
+  at all (tokens/s covers generation only).
+- The costs the theory needs are measured directly with the Model API, not inferred from the loop:
+  t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
+  argmax) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
+  asks). The prediction for a run mixes t_v over the draft lengths the run actually used; loop
+  efficiency = measured speedup / predicted speedup isolates specterm's own per-pass overhead
+  (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
+
+The theory (Leviathan et al. 2023, with the verification cost measured instead of assumed): with
+per-token acceptance a and draft length g, one target pass yields E(g) = (1 - a^(g+1)) / (1 - a)
+tokens and costs g * t_d + t_v(g + 1), so the speedup over plain decoding is
+E(g) * t1 / (g * t_d + t_v(g + 1)).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from .requests import CompletionRequest, GenerateRequest, Request
+from .stats import Stats
+
+# -- the theory ----------------------------------------------------------------------------------
+
+
+def expected_tokens(a: float, g: int) -> float:
+    """E(g): expected tokens one target pass yields with draft length g and acceptance a."""
+    if g <= 0:
+        return 1.0
+    if a >= 1.0:
+        return float(g + 1)
+    return (1.0 - a ** (g + 1)) / (1.0 - a)
+
+
+def predicted_speedup(a: float, g: int, t1: float, t_d: float, t_v: float) -> float:
+    """E(g) * t1 / (g * t_d + t_v), where t_v is the cost of verifying g + 1 tokens."""
+    return expected_tokens(a, g) * t1 / (g * t_d + t_v)
+
+
+def fit_acceptance(tokens_per_pass: float, g: int) -> float:
+    """The per-token acceptance a of the geometric model for which E(g) equals a measured
+    tokens-per-pass figure (bisection; E is increasing in a)."""
+    if g <= 0:
+        return 0.0
+    target = min(max(tokens_per_pass, 1.0), g + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if expected_tokens(mid, g) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def geometric_mean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    """One prompt the benchmark runs both ways."""
+
+    name: str
+    kind: str  # "completion" | "continuation" | "edit" | "fim"
+    request: Request
+    source: str | None = None  # FIM tasks: FILE:LINE:COL of the cursor (1-based)
+
+    def describe(self) -> dict:
+        out = {"name": self.name, "kind": self.kind, "max_tokens": self.request.max_tokens}
+        if self.source:
+            out["source"] = self.source
+        return out
+
+
+_INVENTORY = '''\
+"""A tiny inventory: items with quantities and prices, persisted as JSON."""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Item:
+    name: str
+    quantity: int = 0
+    price: float = 0.0
+
+    def total(self) -> float:
+        """Value of this line: quantity times unit price."""
+        return self.quantity * self.price
+
+
+@dataclass
+class Inventory:
+    items: dict[str, Item] = field(default_factory=dict)
+
+    def add(self, name: str, quantity: int, price: float) -> Item:
+        item = self.items.get(name)
+        if item is None:
+            item = Item(name, 0, price)
+            self.items[name] = item
+        item.quantity += quantity
+        item.price = price
+        return item
+
+    def remove(self, name: str, quantity: int) -> None:
+        item = self.items[name]
+        if quantity > item.quantity:
+            raise ValueError(f"only {item.quantity} of {name} in stock")
+        item.quantity -= quantity
+
+    def value(self) -> float:
+        return sum(item.total() for item in self.items.values())
+
+    def save(self, path: Path) -> None:
+        data = {n: [i.quantity, i.price] for n, i in self.items.items()}
+        path.write_text(json.dumps(data, indent=2))
+'''
+
+_SEARCH = '''\
+def binary_search(values, target):
+    """Return the index of target in the sorted list values, or -1."""
+    lo, hi = 0, len(values) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if values[mid] == target:
+            return mid
+        if values[mid] < target:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return -1
+'''
+
+_JS = '''\
+function debounce(fn, wait) {
+  let timer = null;
+  return function (...args) {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn.apply(this, args), wait);
+  };
+}
+
+function throttle(fn, wait) {
+  let last = 0;
+  return function (...args) {
+    const now = Date.now();
+    if (now - last >= wait) {
+      last = now;
+      fn.apply(this, args);
+    }
+  };
+}
+'''
+
+
+def _cursor(text: str, marker: str, *, after: bool = True) -> tuple[str, str]:
+    """Split text at the end (or start) of the first occurrence of marker."""
+    i = text.index(marker) + (len(marker) if after else 0)
+    return text[:i], text[i:]
+
+
+def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -> BenchTask:
+    prefix, suffix = _cursor(text, marker)
+    # No line cap and no time budget: both runs must generate the same amount to be comparable.
+    req = CompletionRequest(prefix=prefix, suffix=suffix, path=path, max_tokens=max_tokens,
+                            multiline=True, max_lines=10_000, time_budget_s=None)
+    return BenchTask(name, "completion", req)
+
+
+def _edit_prompt(instruction: str, code: str, first_line: str) -> str:
+    """An edit as a continuation: the original, the instruction, and the start of the rewrite.
+    The answer repeats most of the original, which is where prompt lookup shines."""
+    return f"{instruction}\n\n# Before:\n{code}\n# After:\n{first_line}"
+
+
+def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) -> list[BenchTask]:
+    """The built-in code tasks, kinds interleaved so the first few cover every kind."""
+    inv, srch = _INVENTORY, _SEARCH
+    rename = inv.replace("quantity", "count")
+    return [
+        _completion("complete-method-body", inv, "    def value(self) -> float:\n",
+                    completion_tokens, "inventory.py"),
+        BenchTask("continue-class", "continuation",
+                  GenerateRequest(prompt=inv.split("    def save")[0] + "    def load(self, path: Path) -> None:\n",
+                                  max_tokens=generate_tokens)),
+        BenchTask("edit-rename", "edit", GenerateRequest(
+            prompt=_edit_prompt("# Rename the field `quantity` to `count` everywhere.", inv,
+                                rename.split("\n", 1)[0] + "\n"),
+            max_tokens=generate_tokens)),
+        _completion("complete-loop", srch, "        mid = (lo + hi) // 2\n", completion_tokens, "search.py"),
+        BenchTask("continue-js", "continuation",
+                  GenerateRequest(prompt=_JS + "\nfunction once(fn) {\n", max_tokens=generate_tokens)),
+        BenchTask("edit-type-hints", "edit", GenerateRequest(
+            prompt=_edit_prompt("# Add type hints to binary_search.", srch,
+                                "def binary_search(values: list[int], target: int) -> int:\n"),
+            max_tokens=generate_tokens)),
+        _completion("complete-js-body", _JS, "  let last = 0;\n", completion_tokens, "util.js"),
+        BenchTask("edit-js-arrow", "edit", GenerateRequest(
+            prompt=_edit_prompt("// Rewrite with const arrow functions.", _JS,
+                                "const debounce = (fn, wait) => {\n"),
+            max_tokens=generate_tokens)),
+    ]
+
+
+TASK_KINDS = ("completion", "continuation", "edit", "fim")
+
+# Files worth cutting FIM tasks from when a folder is given (text source files).
+SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .js .jsx .ts .tsx .go .rs .c .h .cc .cpp .hpp .java .kt .swift .rb .php .lua .sh "
+    ".zig .cs .scala .sql .toml .yaml .yml .md .html .css".split()
+)
+
+
+def collect_files(paths: Sequence[str | Path], *, limit: int = 2000) -> list[Path]:
+    """Files named directly, plus the source files under named folders (hidden and vendored folders
+    skipped), sorted so the choice of tasks is reproducible. Raises ValueError for a missing path."""
+    out: list[Path] = []
+    skip_dirs = {"node_modules", "__pycache__", "venv", ".venv", "build", "dist", "target"}
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise ValueError(f"{raw}: no such file or folder")
+        if p.is_file():
+            out.append(p)
+            continue
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip_dirs)
+            for f in sorted(files):
+                fp = Path(root) / f
+                if fp.suffix.lower() in SOURCE_SUFFIXES and not f.startswith("."):
+                    out.append(fp)
+            if len(out) >= limit:
+                break
+    return sorted(dict.fromkeys(out))
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:4096]:
+        return None  # binary
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def fim_tasks(paths: Sequence[str | Path], *, count: int = 8, seed: int = 0, max_tokens: int = 64,
+              min_prefix_chars: int = 64) -> list[BenchTask]:
+    """FIM tasks cut from the user's files at random cursor positions.
+
+    Reproducible: the same files, count and seed give the same cursors. A cursor is placed in a
+    random non-blank line (file chosen at random among usable ones), at a random column between the
+    line's indentation and its end, as when a user is typing inside a line. Raises ValueError when
+    no file has usable text.
+    """
+    files = collect_files(paths)
+    texts: list[tuple[Path, str, list[int]]] = []
+    for f in files:
+        text = _read_text(f)
+        if not text or len(text) < min_prefix_chars + 8:
+            continue
+        starts, pos = [], 0
+        for line in text.split("\n"):
+            if line.strip() and pos >= min_prefix_chars:
+                starts.append(pos)
+            pos += len(line) + 1
+        if starts:
+            texts.append((f, text, starts))
+    if not texts:
+        raise ValueError("no usable text files (UTF-8, at least a few lines) among the given paths")
+    rng = random.Random(seed)
+    tasks: list[BenchTask] = []
+    for i in range(count):
+        f, text, starts = texts[rng.randrange(len(texts))]
+        start = starts[rng.randrange(len(starts))]
+        line = text[start:].split("\n", 1)[0]
+        indent = len(line) - len(line.lstrip(" \t"))
+        col = rng.randint(indent, len(line))
+        cut = start + col
+        line_no = text.count("\n", 0, start) + 1
+        source = f"{f}:{line_no}:{col + 1}"
+        req = CompletionRequest(prefix=text[:cut], suffix=text[cut:], path=str(f), max_tokens=max_tokens,
+                                multiline=True, max_lines=10_000, time_budget_s=None)
+        tasks.append(BenchTask(f"fim-{i + 1}:{f.name}:{line_no}:{col + 1}", "fim", req, source))
+    return tasks
+
+
+# -- measured costs ------------------------------------------------------------------------------
+
+
+@dataclass
+class Costs:
+    """Median times in seconds, measured with the Model API (see measure_costs)."""
+
+    t1: float  # one-token target decode
+    t_d: float  # one draft-model token (0 for prompt lookup / no drafter: assumed free)
+    t_v: dict[int, float]  # target decode of k tokens with logits for all k
+    samples: int = 0
+
+    def verify(self, k: int) -> float:
+        if k in self.t_v:
+            return self.t_v[k]
+        sizes = sorted(self.t_v)
+        lo = max((s for s in sizes if s < k), default=sizes[0])
+        hi = min((s for s in sizes if s > k), default=sizes[-1])
+        if lo == hi:
+            return self.t_v[lo] * k / lo
+        w = (k - lo) / (hi - lo)
+        return self.t_v[lo] + w * (self.t_v[hi] - self.t_v[lo])
+
+    def to_dict(self) -> dict:
+        return {
+            "t1_ms": round(self.t1 * 1e3, 4),
+            "t_d_ms": round(self.t_d * 1e3, 4),
+            "t_v_ms": {str(k): round(v * 1e3, 4) for k, v in sorted(self.t_v.items())},
+            "t_v_over_t1": {str(k): round(v / self.t1, 3) for k, v in sorted(self.t_v.items())},
+            "samples": self.samples,
+        }
+
+
+class CostMeter:
+    """Collects timing samples of t1, t_d and t_v(k) on the loaded models; medians on demand.
+
+    Samples are taken at a realistic position (after `context` tokens) and the KV entries they add
+    are removed again. The callers' KV caches must be declared invalid afterwards.
+    """
+
+    def __init__(self, target, draft=None, *, sizes: Sequence[int], context: list[int]) -> None:
+        self.target = target
+        self.draft = draft
+        self.sizes = sorted({1, *[k for k in sizes if k >= 1]})
+        self.context = context[: max(8, min(len(context), target.n_ctx - max(self.sizes) - 8))]
+        self._tv: dict[int, list[float]] = {k: [] for k in self.sizes}
+        self._td: list[float] = []
+
+    def sample(self, rounds: int = 1) -> None:
+        t = self.target
+        ctx = self.context
+        n = len(ctx)
+        t.clear()
+        t.decode_prompt(ctx, 0)
+        filler = ctx[-1]
+        for _ in range(rounds):
+            for k in self.sizes:
+                batch = (ctx * (k // max(n, 1) + 1))[:k] if k > 1 else [filler]
+                t0 = time.perf_counter()
+                t.decode(batch, n, logits_from=0)
+                t.logits_rows(k).argmax(axis=1)
+                self._tv[k].append(time.perf_counter() - t0)
+                t.trim(n)
+        t.clear()
+        d = self.draft
+        if d is not None:
+            dctx = ctx[: max(8, min(n, d.n_ctx - 8))]
+            d.clear()
+            d.decode_prompt(dctx, 0)
+            m = len(dctx)
+            for _ in range(rounds * 4):
+                t0 = time.perf_counter()
+                d.decode([filler], m)
+                d.logits().argmax()
+                self._td.append(time.perf_counter() - t0)
+                d.trim(m)
+            d.clear()
+
+    def costs(self) -> Costs:
+        tv = {k: statistics.median(v) for k, v in self._tv.items() if v}
+        td = statistics.median(self._td) if self._td else 0.0
+        return Costs(t1=tv[1], t_d=td, t_v=tv, samples=len(self._tv[1]))
+
+
+# -- comparisons ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One generation: its statistics and the token ids it emitted."""
+
+    stats: Stats
+    tokens: list[int]
+    reason: str
+
+
+def draft_length_histogram(stats: Stats) -> dict[int, int]:
+    """Loop passes by the number of draft tokens they verified, from the per-position counts
+    (a pass that drafted j tokens counts in positions 0..j-1). The prompt pass is excluded."""
+    loop_passes = max(stats.target_passes - 1, 0)
+    dbp = stats.drafted_by_position
+    hist: dict[int, int] = {}
+    zero = loop_passes - (dbp[0] if dbp else 0)
+    if zero:
+        hist[0] = zero
+    for j in range(1, len(dbp) + 1):
+        n = dbp[j - 1] - (dbp[j] if j < len(dbp) else 0)
+        if n:
+            hist[j] = n
+    return hist
+
+
+def predicted_for(stats: Stats, costs: Costs) -> tuple[float | None, float | None, float | None]:
+    """(predicted speedup, mean draft length, fitted acceptance a) for a speculative run.
+
+    The predicted time of the run is the sum over its passes of g_i * t_d + t_v(g_i + 1) for the
+    draft lengths g_i it actually used; E is the run's measured tokens per pass. With a single
+    draft length g this is exactly E(g) * t1 / (g * t_d + t_v(g + 1)) with a fitted from E.
+    """
+    hist = draft_length_histogram(stats)
+    passes = sum(hist.values())
+    if passes <= 0 or stats.tokens <= 1:
+        return None, None, None
+    cost = sum(n * (g * costs.t_d + costs.verify(g + 1)) for g, n in hist.items()) / passes
+    e = (stats.tokens - 1) / passes  # the first token comes from the prompt pass
+    g_mean = sum(g * n for g, n in hist.items()) / passes
+    a = fit_acceptance(e, max(1, round(g_mean))) if g_mean > 0 else None
+    return e * costs.t1 / cost, g_mean, a
+
+
+def first_divergence(a: list[int], b: list[int]) -> int | None:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+@dataclass
+class Comparison:
+    """Plain vs speculative on one task (or a set of tasks), summed over the repeats."""
+
+    label: str
+    plain: Stats = field(default_factory=Stats)
+    speculative: Stats = field(default_factory=Stats)
+    pair_speedups: list[float] = field(default_factory=list)
+    divergences: list[int | None] = field(default_factory=list)
+    greedy: bool = True
+
+    def add(self, plain: Run, spec: Run) -> None:
+        self.plain.merge(plain.stats)
+        self.speculative.merge(spec.stats)
+        p, s = plain.stats.tokens_per_second, spec.stats.tokens_per_second
+        if p and s:
+            self.pair_speedups.append(s / p)
+        self.divergences.append(first_divergence(plain.tokens, spec.tokens))
+
+    @property
+    def speedup(self) -> float | None:
+        p, s = self.plain.tokens_per_second, self.speculative.tokens_per_second
+        return s / p if p and s else None
+
+    @property
+    def outputs_match(self) -> bool | None:
+        if not self.greedy:
+            return None  # sampling: the same seed does not give the same path; nothing to compare
+        return all(d is None for d in self.divergences)
+
+    def overhead_ms_per_pass(self, stats: Stats) -> float | None:
+        """Generation time not spent in target passes or drafting, per loop pass."""
+        passes = stats.target_passes - stats.requests
+        if passes <= 0:
+            return None
+        rest = stats.generation_time_s - stats.verify_time_s - stats.draft_time_s
+        return rest / passes * 1e3
+
+    def to_dict(self, costs: Costs | None) -> dict:
+        pred = g_mean = a = None
+        if costs is not None:
+            pred, g_mean, a = predicted_for(self.speculative, costs)
+        speedup = self.speedup
+        eff = speedup / pred if speedup and pred else None
+        spread = self.pair_speedups
+        return {
+            "plain": self.plain.to_dict(),
+            "speculative": self.speculative.to_dict(),
+            "speedup": _r(speedup),
+            "predicted_speedup": _r(pred),
+            "efficiency": _r(eff),
+            "outputs_match": self.outputs_match,
+            "first_divergence": next((d for d in self.divergences if d is not None), None),
+            "mean_draft_length": _r(g_mean),
+            "fitted_acceptance": _r(a),
+            "pair_speedups": [_r(x) for x in spread],
+            "overhead_ms_per_pass": {
+                "plain": _r(self.overhead_ms_per_pass(self.plain)),
+                "speculative": _r(self.overhead_ms_per_pass(self.speculative)),
+            },
+        }
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# -- the benchmark -------------------------------------------------------------------------------
+
+ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
+
+
+@dataclass
+class BenchReport:
+    tasks: list[tuple[BenchTask, Comparison]]
+    sweep: list[tuple[int, Comparison, list[tuple[BenchTask, Comparison]]]]
+    costs: Costs | None
+    info: dict
+
+    def summary(self) -> dict:
+        sp = [c.speedup for _, c in self.tasks if c.speedup]
+        total = Stats()
+        for _, c in self.tasks:
+            total.merge(c.speculative)
+        effs = [d["efficiency"] for d in (c.to_dict(self.costs) for _, c in self.tasks)]
+        out = {
+            "speedup": _r(geometric_mean(sp)),
+            "speedup_min": _r(min(sp) if sp else None),
+            "acceptance": _r(total.acceptance),
+            "efficiency": _r(geometric_mean(e for e in effs if e)),
+            "outputs_match": all(c.outputs_match is not False for _, c in self.tasks),
+        }
+        if self.sweep:
+            best = max(self.sweep, key=lambda s: s[1].speedup or 0.0)
+            out["best_fixed_draft_length"] = best[0]
+            out["best_fixed_speedup"] = _r(best[1].speedup)
+            if best[1].speedup and out["speedup"]:
+                out["adaptive_vs_best_fixed"] = _r(out["speedup"] / best[1].speedup)
+        return out
+
+    def to_dict(self) -> dict:
+        tasks = []
+        for task, comp in self.tasks:
+            tasks.append({**task.describe(), **comp.to_dict(self.costs)})
+        sweep = []
+        for g, comp, per_task in self.sweep:
+            entry = {"draft_length": g, **comp.to_dict(self.costs)}
+            per = [c.speedup for _, c in per_task if c.speedup]
+            entry["speedup"] = _r(geometric_mean(per))  # same rule as the summary
+            entry["speedup_min"] = _r(min(per) if per else None)
+            pred = [c.to_dict(self.costs)["predicted_speedup"] for _, c in per_task]
+            entry["predicted_speedup"] = _r(geometric_mean(p for p in pred if p))
+            entry["efficiency"] = (_r(entry["speedup"] / entry["predicted_speedup"])
+                                   if entry["speedup"] and entry["predicted_speedup"] else None)
+            entry["tasks"] = [{"name": t.name, "speedup": _r(c.speedup),
+                               "outputs_match": c.outputs_match} for t, c in per_task]
+            sweep.append(entry)
+        return {
+            **self.info,
+            "costs": self.costs.to_dict() if self.costs else None,
+            "tasks": tasks,
+            "sweep": sweep,
+            "summary": self.summary(),
+        }
+
+
+def machine_info() -> dict:
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"platform": platform.platform(), "machine": platform.machine(),
+            "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": load}
+
+
+class Bench:
+    """Runs tasks plain and speculative, alternately, on one loaded LocalEngine."""
+
+    def __init__(self, engine, *, repeat: int = 1, on_progress: ProgressFn | None = None,
+                 measure_costs: bool = True) -> None:
+        if engine.decoder is None or engine.target is None:
+            raise ValueError("the engine must be loaded before benchmarking")
+        self.engine = engine
+        self.repeat = max(1, repeat)
+        self.on_progress = on_progress or (lambda msg, done, total: None)
+        self.measure_costs = measure_costs
+        self._done = 0
+        self._total = 0
+        self._meter = None
+
+    # -- one run -----------------------------------------------------------------------------------
+    def _run(self, task: BenchTask, fixed_draft: int | None) -> Run:
+        text, reason, stats = self.engine.run_request(task.request, fixed_draft=fixed_draft)
+        return Run(stats, list(self.engine.decoder.last_tokens), reason)
+
+    def _step(self, msg: str) -> None:
+        self._done += 1
+        self.on_progress(msg, self._done, self._total)
+
+    def _invalidate_caches(self) -> None:
+        """After cost sampling the models' KV caches no longer hold what the loop thinks."""
+        dec = self.engine.decoder
+        dec.cached = []
+        drafter = dec.drafter
+        if hasattr(drafter, "cached"):
+            drafter.cached = []
+
+    def _sample_costs(self, rounds: int = 1) -> None:
+        if not self.measure_costs:
+            return
+        if self._meter is None:
+            return
+        self._meter.sample(rounds)
+        self._invalidate_caches()
+
+    def run(self, tasks: Sequence[BenchTask], sweep: Sequence[int] = ()) -> BenchReport:
+        eng = self.engine
+        greedy = (eng.settings.sampling.temperature <= 0)
+        modes: list[int | None] = [None, *sweep]
+        self._total = len(tasks) * (2 + 2 * len(modes) * self.repeat)
+        self._done = 0
+        if self.measure_costs:
+            draft_model = getattr(eng.decoder.drafter, "model", None)
+            sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
+            context = eng.target.tokenize(_INVENTORY, add_special=True)
+            self._meter = CostMeter(eng.target, draft_model, sizes=sizes, context=context)
+            self._sample_costs(2)
+        results: list[tuple[BenchTask, Comparison]] = []
+        per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
+        load_before = machine_info()["load_average"]
+        for task in tasks:
+            # Warm-up (unmeasured): the prompt enters the target's and the draft's KV caches, so
+            # every measured run starts from the same state and no run pays for a prefill.
+            self._run(task, 0)
+            self._step(f"{task.name}: warm-up")
+            self._run(task, None)
+            self._step(f"{task.name}: warm-up")
+            comps = {m: Comparison(task.name, greedy=greedy) for m in modes}
+            for r in range(self.repeat):
+                for m in modes:
+                    label = "adaptive" if m is None else f"draft {m}"
+                    plain = self._run(task, 0)
+                    self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
+                    spec = self._run(task, m)
+                    self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
+                    comps[m].add(plain, spec)
+            self._sample_costs(1)  # interleaved with the runs: the costs see the same load
+            results.append((task, comps[None]))
+            for g in sweep:
+                per_g[g].append((task, comps[g]))
+        sweep_out = []
+        for g in sweep:
+            total = Comparison(f"draft {g}", greedy=greedy)
+            for _, c in per_g[g]:
+                total.plain.merge(c.plain)
+                total.speculative.merge(c.speculative)
+                total.pair_speedups += c.pair_speedups
+                total.divergences += c.divergences
+            sweep_out.append((g, total, per_g[g]))
+        costs = self._meter.costs() if self._meter is not None else None
+        info = {
+            "target": eng.info.target_name,
+            "draft": eng.info.draft_name,
+            "draft_kind": eng.info.draft_kind,
+            "settings": {
+                "draft_max": eng.settings.speculative.draft_max,
+                "adaptive": eng.settings.speculative.adaptive,
+                "p_min": eng.settings.speculative.p_min,
+                "temperature": eng.settings.sampling.temperature,
+                "seed": eng.settings.sampling.seed,
+                "ctx": eng.target.n_ctx,
+                "repeat": self.repeat,
+                "sweep": list(sweep),
+            },
+            "machine": {**machine_info(), "load_average_before": load_before},
+        }
+        return BenchReport(results, sweep_out, costs, info)
