@@ -283,7 +283,8 @@ class SpectermApp(App[int]):
                     self.acceptance_history.append(event.stats.acceptance)
             if self.engine is not None:
                 model.session = self.engine.session_stats()
-            model.state = "idle"
+            chat_running = kind != "chat" and self.query_one(ChatPane).streaming
+            model.state = "chatting" if chat_running else "idle"
         else:
             model.state = "chatting" if kind == "chat" else "completing"
         self.query_one(StatusBar).mark_dirty()
