@@ -47,7 +47,8 @@ from .widgets.editor import CodeEditor
 from .widgets.file_tree import FileTree
 from .widgets.status_bar import StatusBar, StatusModel
 
-NARROW_WIDTH = 100  # below this many columns the side panes start collapsed
+TREE_WIDTH = 100  # from this many columns the file tree starts open
+CHAT_WIDTH = 140  # from this many columns the chat pane starts open too
 CONTEXT_LINES = 30  # lines around the cursor sent with a chat question when nothing is selected
 NEIGHBOUR_FILES = 2  # other open files offered as context for a completion
 NEIGHBOUR_CHARS = 3000
@@ -140,7 +141,7 @@ class SpectermApp(App[int]):
         self.themes: dict[str, SpectermTheme] = {}
         self.theme_errors: list[ThemeError] = []
         self.spectheme = self._load_themes(settings.ui.theme)
-        self._narrow: bool | None = None
+        self._layout: tuple[bool, bool] | None = None
         self.watcher: FileWatcher | None = None
         self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
         self.engine_ready = threading.Event()
@@ -197,12 +198,14 @@ class SpectermApp(App[int]):
         self._update_layout(event.size.width)
 
     def _update_layout(self, width: int) -> None:
-        narrow = width < NARROW_WIDTH
-        if narrow == self._narrow:
+        """Side panes open by default only where the editor keeps room for code; crossing a
+        breakpoint resets them, in between the user's toggles stand."""
+        layout = (width >= TREE_WIDTH, width >= CHAT_WIDTH)
+        if layout == self._layout:
             return
-        self._narrow = narrow
-        self.query_one("#tree").display = not narrow
-        self.query_one("#chat").display = not narrow
+        self._layout = layout
+        self.query_one("#tree").display = layout[0]
+        self.query_one("#chat").display = layout[1]
 
     # -- engine -----------------------------------------------------------------------------------
 
