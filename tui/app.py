@@ -188,7 +188,10 @@ class SpectermApp(App[int]):
         if self.path.is_file():
             await self.open_file(self.path)
         elif not self.path.exists():
-            self.notify(f"{self.path} does not exist.", severity="error")
+            if self.path.parent.is_dir() and self.path.suffix:
+                await self.open_file(self.path, create=True)  # like an editor: a new file
+            else:
+                self.notify(f"{self.path} does not exist.", severity="error")
         if self.watch_files:
             self.watcher = FileWatcher(self._files_changed)
             self._update_watch()
@@ -343,7 +346,9 @@ class SpectermApp(App[int]):
                 return open_file
         return None
 
-    async def open_file(self, path: Path) -> CodeEditor | None:
+    async def open_file(self, path: Path, *, create: bool = False) -> CodeEditor | None:
+        """Open `path` in a tab (or switch to it); with `create`, a missing file opens empty and
+        the first save creates it."""
         path = Path(path).absolute()
         existing = self.find_open(path)
         tabs = self.query_one(TabbedContent)
@@ -352,13 +357,15 @@ class SpectermApp(App[int]):
             existing.editor.focus()
             return existing.editor
         try:
-            text_file = TextFile.load(path)
+            text_file = TextFile(path, "") if create and not path.exists() else TextFile.load(path)
         except FileLoadError as err:
             self.notify(str(err), title="Cannot open", severity="error")
             return None
         self._pane_counter += 1
         pane_id = f"file-{self._pane_counter}"
         editor = CodeEditor(text_file.text, path=path, theme=self.spectheme, completer=self.completer)
+        if self.over_ssh:
+            editor.cursor_blink = False  # every blink is a redraw sent over the connection
         self.files[pane_id] = OpenFile(text_file, editor, pane_id, saved_text=editor.text)
         await tabs.add_pane(TabPane(self._tab_label(self.files[pane_id]), editor, id=pane_id))
         tabs.display = True

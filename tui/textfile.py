@@ -83,10 +83,11 @@ class TextFile:
         return text.encode(self.encoding)
 
     def changed_on_disk(self) -> bool:
-        """True when the file on disk is not what specterm last read or wrote."""
+        """True when the file on disk is not what specterm last read or wrote (a file that was
+        never on disk has changed once something appears there)."""
         current = DiskSignature.read(self.path)
         if current is None:
-            return self.path.exists() or self.signature is not None
+            return self.path.exists()
         return self.signature is None or not self.signature.same_content(current)
 
     def save(self, text: str) -> None:

@@ -338,3 +338,14 @@ async def test_large_files_highlight_edited_lines_at_once_and_the_rest_after_a_p
             return {row: ranges for row, ranges in highlights.items() if ranges}
 
         assert nonempty(editor._highlights) == nonempty(expected)
+
+
+async def test_a_new_file_opens_empty_and_the_first_save_creates_it(project, settings_for, env):
+    path = project / "new_module.py"
+    app = make_app(settings_for(project, **{"completion.auto": False}), path, None, env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.active_editor is not None and app.active_editor.text == ""
+        await pilot.press(*"x = 1")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: path.exists())
+        assert path.read_text() == "x = 1"
