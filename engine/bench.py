@@ -59,7 +59,11 @@ def fit_acceptance(tokens_per_pass: float, g: int) -> float:
     tokens-per-pass figure (bisection; E is increasing in a)."""
     if g <= 0:
         return 0.0
-    target = min(max(tokens_per_pass, 1.0), g + 1.0)
+    if tokens_per_pass <= 1.0:
+        return 0.0
+    if tokens_per_pass >= g + 1.0:
+        return 1.0
+    target = tokens_per_pass
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
@@ -530,50 +534,54 @@ class BenchReport:
     costs: Costs | None
     info: dict
 
-    def summary(self) -> dict:
-        sp = [c.speedup for _, c in self.tasks if c.speedup]
+    def summary(self, sweep: list[dict]) -> dict:
+        """The default (adaptive) runs: geometric-mean speedup over tasks, its minimum, the pooled
+        acceptance and the geometric-mean efficiency; with a sweep, the best fixed length too."""
+        rows = [c.to_dict(self.costs) for _, c in self.tasks]
+        sp = [r["speedup"] for r in rows if r["speedup"]]
         total = Stats()
         for _, c in self.tasks:
             total.merge(c.speculative)
-        effs = [d["efficiency"] for d in (c.to_dict(self.costs) for _, c in self.tasks)]
         out = {
             "speedup": _r(geometric_mean(sp)),
             "speedup_min": _r(min(sp) if sp else None),
             "acceptance": _r(total.acceptance),
-            "efficiency": _r(geometric_mean(e for e in effs if e)),
+            "efficiency": _r(geometric_mean(r["efficiency"] for r in rows if r["efficiency"])),
             "outputs_match": all(c.outputs_match is not False for _, c in self.tasks),
         }
-        if self.sweep:
-            best = max(self.sweep, key=lambda s: s[1].speedup or 0.0)
-            out["best_fixed_draft_length"] = best[0]
-            out["best_fixed_speedup"] = _r(best[1].speedup)
-            if best[1].speedup and out["speedup"]:
-                out["adaptive_vs_best_fixed"] = _r(out["speedup"] / best[1].speedup)
+        ranked = [e for e in sweep if e["speedup"]]
+        if ranked:
+            best = max(ranked, key=lambda e: e["speedup"])
+            out["best_fixed_draft_length"] = best["draft_length"]
+            out["best_fixed_speedup"] = best["speedup"]
+            if out["speedup"]:
+                out["adaptive_vs_best_fixed"] = _r(out["speedup"] / best["speedup"])
         return out
 
     def to_dict(self) -> dict:
-        tasks = []
-        for task, comp in self.tasks:
-            tasks.append({**task.describe(), **comp.to_dict(self.costs)})
+        tasks = [{**task.describe(), **comp.to_dict(self.costs)} for task, comp in self.tasks]
         sweep = []
         for g, comp, per_task in self.sweep:
+            # Pooled statistics over the tasks, but speedup figures by the summary's rule
+            # (geometric mean over tasks), so a sweep row and the adaptive summary compare.
             entry = {"draft_length": g, **comp.to_dict(self.costs)}
-            per = [c.speedup for _, c in per_task if c.speedup]
-            entry["speedup"] = _r(geometric_mean(per))  # same rule as the summary
+            rows = [(t, c.to_dict(self.costs)) for t, c in per_task]
+            per = [r["speedup"] for _, r in rows if r["speedup"]]
+            entry["speedup"] = _r(geometric_mean(per))
             entry["speedup_min"] = _r(min(per) if per else None)
-            pred = [c.to_dict(self.costs)["predicted_speedup"] for _, c in per_task]
-            entry["predicted_speedup"] = _r(geometric_mean(p for p in pred if p))
+            entry["predicted_speedup"] = _r(geometric_mean(r["predicted_speedup"] for _, r in rows
+                                                           if r["predicted_speedup"]))
             entry["efficiency"] = (_r(entry["speedup"] / entry["predicted_speedup"])
                                    if entry["speedup"] and entry["predicted_speedup"] else None)
-            entry["tasks"] = [{"name": t.name, "speedup": _r(c.speedup),
-                               "outputs_match": c.outputs_match} for t, c in per_task]
+            entry["tasks"] = [{"name": t.name, "speedup": r["speedup"], "outputs_match": r["outputs_match"]}
+                              for t, r in rows]
             sweep.append(entry)
         return {
             **self.info,
             "costs": self.costs.to_dict() if self.costs else None,
             "tasks": tasks,
             "sweep": sweep,
-            "summary": self.summary(),
+            "summary": self.summary(sweep),
         }
 
 

@@ -1,0 +1,114 @@
+"""`specterm bench` through the installed script on the demo model, with tiny settings.
+
+The figures themselves are not asserted (they depend on the machine); the shape of the report,
+the greedy-output check, the sweep and bad input are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specterm.engine.stats import Stats
+
+from conftest import TINY
+
+STATS_KEYS = set(Stats().to_dict())
+COMPARISON_KEYS = {"plain", "speculative", "speedup", "predicted_speedup", "efficiency", "outputs_match"}
+SUMMARY_KEYS = {"speedup", "speedup_min", "acceptance", "efficiency"}
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
+def test_json_report_with_sweep(bench):
+    r = bench("--json", "--tasks", "3", "--draft", "lookup", "--sweep", "1,2", *TINY)
+    data = r.json()
+    assert [t["kind"] for t in data["tasks"]] == ["completion", "continuation", "edit"]
+    for task in data["tasks"]:
+        assert COMPARISON_KEYS <= set(task)
+        for side in ("plain", "speculative"):
+            assert set(task[side]) == STATS_KEYS  # the engine's own statistics type
+            assert task[side]["requests"] == 1 and task[side]["tokens"] > 0
+        assert task["plain"]["drafted"] == 0  # plain really is plain
+        assert _is_number(task["speedup"])
+        assert task["outputs_match"] in (True, False)
+    assert [e["draft_length"] for e in data["sweep"]] == [1, 2]
+    for entry in data["sweep"]:
+        assert COMPARISON_KEYS <= set(entry)
+        assert _is_number(entry["speedup"])
+        assert len(entry["tasks"]) == 3
+        # a fixed length never drafts more than asked
+        assert len(entry["speculative"]["drafted_by_position"]) <= entry["draft_length"]
+    assert SUMMARY_KEYS <= set(data["summary"])
+    assert _is_number(data["summary"]["speedup"])
+    assert data["summary"]["speedup_min"] <= data["summary"]["speedup"]
+    costs = data["costs"]
+    assert _is_number(costs["t1_ms"]) and costs["t_d_ms"] == 0  # lookup drafting is free
+    assert set(costs["t_v_ms"]) == {"1", "2", "3", "4", "5"}  # up to draft_max + 1
+    assert data["draft_kind"] == "lookup" and data["settings"]["sweep"] == [1, 2]
+    # the human table went to stderr, stdout stayed pure JSON
+    assert "summary:" in r.err and "speedup vs draft length" in r.err
+
+
+def test_greedy_outputs_match_with_a_near_perfect_draft(bench, demo_path):
+    """The demo model drafting for itself: near-full acceptance, and identical greedy text."""
+    data = bench("--json", "--tasks", "1", "--draft", demo_path, *TINY).json()
+    (task,) = data["tasks"]
+    assert data["draft_kind"] == "model"
+    assert task["outputs_match"] is True and task["first_divergence"] is None
+    assert data["summary"]["outputs_match"] is True
+    assert data["costs"]["t_d_ms"] > 0  # a draft model costs something per token
+    spec = task["speculative"]
+    assert spec["tokens"] == task["plain"]["tokens"]
+    if spec["drafted"]:
+        assert spec["acceptance"] >= 0.5
+    assert task["predicted_speedup"] is None or _is_number(task["predicted_speedup"])
+
+
+def test_no_drafter_reports_no_acceptance(bench):
+    data = bench("--json", "--tasks", "1", "--draft", "none", "--no-costs", *TINY).json()
+    (task,) = data["tasks"]
+    assert task["speculative"]["drafted"] == 0 and task["speculative"]["acceptance"] is None
+    assert data["summary"]["acceptance"] is None
+    assert task["predicted_speedup"] is None and data["costs"] is None
+
+
+def test_fim_tasks_from_user_files(bench, tmp_path: Path):
+    src = tmp_path / "code"
+    src.mkdir()
+    body = "\n".join(f"    total += values[{i}] * weights[{i}]" for i in range(30))
+    (src / "score.py").write_text(f"def score(values, weights):\n    total = 0\n{body}\n    return total\n")
+    first = bench("--json", "--tasks", "2", "--task-seed", "3", "--draft", "lookup", str(src), *TINY).json()
+    again = bench("--json", "--tasks", "2", "--task-seed", "3", "--draft", "lookup", str(src), *TINY).json()
+    assert [t["kind"] for t in first["tasks"]] == ["fim", "fim"]
+    assert [t["source"] for t in first["tasks"]] == [t["source"] for t in again["tasks"]]
+    assert all(t["source"].startswith(str(src / "score.py") + ":") for t in first["tasks"])
+
+
+def test_table_and_chart_on_stdout_without_json(bench):
+    r = bench("--tasks", "1", "--draft", "lookup", "--sweep", "2", *TINY)
+    assert r.rc == 0, r.err
+    assert "speedup" in r.out and "summary:" in r.out and "g=2" in r.out and "adaptive" in r.out
+    assert not r.out.lstrip().startswith("{")
+
+
+def _clean_error(r, *needles: str) -> None:
+    assert r.rc == 2, (r.rc, r.out, r.err)
+    assert "Traceback" not in r.err
+    assert r.out == ""
+    for n in needles:
+        assert n in r.err, (n, r.err)
+
+
+def test_bad_flags_exit_2(bench, tmp_path: Path):
+    _clean_error(bench("--sweep", "0,2"), "draft lengths must be whole numbers >= 1")
+    _clean_error(bench("--sweep", "two"), "expected draft lengths")
+    _clean_error(bench("--repeat", "0"), "must be at least 1")
+    _clean_error(bench("--tasks", "x"), "expected a whole number")
+    _clean_error(bench("--kinds", "poetry"), "task kinds are")
+    _clean_error(bench(str(tmp_path / "missing")), "no such file or folder")
+    (tmp_path / "tiny.txt").write_text("x\n")
+    _clean_error(bench(str(tmp_path / "tiny.txt")), "no usable text files")
+    _clean_error(bench("--backend", "openai", "--url", "http://127.0.0.1:9"), "local llama.cpp engine")
+    _clean_error(bench("--draft", str(tmp_path / "nope.gguf")), "nope.gguf")

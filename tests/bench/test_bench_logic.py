@@ -1,0 +1,167 @@
+"""The benchmark's own logic, without running a model: the theory, task cutting, the histogram."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from specterm.engine.bench import (
+    TASK_KINDS,
+    Costs,
+    builtin_tasks,
+    collect_files,
+    draft_length_histogram,
+    expected_tokens,
+    first_divergence,
+    fit_acceptance,
+    fim_tasks,
+    geometric_mean,
+    predicted_for,
+    predicted_speedup,
+)
+from specterm.engine.requests import CompletionRequest
+from specterm.engine.stats import Stats
+
+
+def test_expected_tokens_limits_and_a_worked_value():
+    assert expected_tokens(0.0, 5) == 1.0  # nothing accepted: the pass yields its own token
+    assert expected_tokens(1.0, 5) == 6.0  # everything accepted: g drafts plus one
+    assert expected_tokens(0.5, 2) == pytest.approx(1.75)  # 1 + 0.5 + 0.25
+    assert expected_tokens(0.8, 0) == 1.0
+
+
+def test_predicted_speedup_is_leviathan_when_verification_costs_one_decode():
+    # Leviathan et al.: speedup = (1 - a^(g+1)) / ((1 - a)(g c + 1)) with c = t_d / t1, t_v = t1.
+    a, g, t1, td = 0.7, 4, 0.010, 0.002
+    c = td / t1
+    leviathan = (1 - a ** (g + 1)) / ((1 - a) * (g * c + 1))
+    assert predicted_speedup(a, g, t1, td, t1) == pytest.approx(leviathan)
+    # On a CPU verification grows with k: the same acceptance pays much less.
+    assert predicted_speedup(a, g, t1, td, 4.5 * t1) < 1.0 < leviathan
+
+
+@pytest.mark.parametrize("a,g", [(0.1, 1), (0.5, 4), (0.9, 8), (0.99, 16)])
+def test_fit_acceptance_inverts_expected_tokens(a, g):
+    assert fit_acceptance(expected_tokens(a, g), g) == pytest.approx(a, abs=1e-6)
+
+
+def test_fit_acceptance_clamps_out_of_range_figures():
+    assert fit_acceptance(0.5, 4) == pytest.approx(0.0, abs=1e-9)
+    assert fit_acceptance(9.0, 4) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_geometric_mean_ignores_missing_values():
+    assert geometric_mean([1.0, 4.0]) == pytest.approx(2.0)
+    assert geometric_mean([2.0, None]) == pytest.approx(2.0)
+    assert geometric_mean([]) is None
+
+
+def _stats(passes: list[tuple[int, int]]) -> Stats:
+    s = Stats(requests=1, target_passes=1, tokens=1)  # the prompt pass yields the first token
+    for drafted, accepted in passes:
+        s.record_pass(drafted, accepted)
+        s.tokens += accepted + 1
+    return s
+
+
+def test_draft_length_histogram_recovers_the_lengths_used():
+    s = _stats([(4, 4), (4, 1), (2, 0), (0, 0), (0, 0), (1, 1)])
+    assert draft_length_histogram(s) == {4: 2, 2: 1, 0: 2, 1: 1}
+
+
+def test_prediction_for_a_single_draft_length_is_the_formula():
+    s = _stats([(4, 4), (4, 2), (4, 0), (4, 3)])
+    costs = Costs(t1=0.01, t_d=0.001, t_v={1: 0.01, 5: 0.03})
+    pred, g_mean, a = predicted_for(s, costs)
+    assert g_mean == 4
+    e = (s.tokens - 1) / 4
+    assert expected_tokens(a, 4) == pytest.approx(e, rel=1e-6)
+    assert pred == pytest.approx(predicted_speedup(a, 4, 0.01, 0.001, 0.03), rel=1e-6)
+
+
+def test_costs_interpolate_unmeasured_sizes():
+    c = Costs(t1=1.0, t_d=0.0, t_v={1: 1.0, 3: 3.0, 9: 6.0})
+    assert c.verify(2) == pytest.approx(2.0)
+    assert c.verify(6) == pytest.approx(4.5)
+    assert c.verify(18) == pytest.approx(12.0)  # past the largest size: proportional
+
+
+def test_first_divergence():
+    assert first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert first_divergence([1, 2], [1, 2, 3]) == 2
+
+
+def test_builtin_tasks_cover_every_kind_early_and_have_unique_names():
+    tasks = builtin_tasks(completion_tokens=16, generate_tokens=32)
+    assert {t.kind for t in tasks[:3]} == {"completion", "continuation", "edit"}
+    assert len({t.name for t in tasks}) == len(tasks)
+    assert all(t.kind in TASK_KINDS for t in tasks)
+    for t in tasks:
+        assert t.request.max_tokens == (16 if t.kind == "completion" else 32)
+        if isinstance(t.request, CompletionRequest):
+            # comparable runs: no time budget, no line cap cutting one side short
+            assert t.request.time_budget_s is None
+
+
+def test_edit_tasks_repeat_their_input():
+    for t in builtin_tasks():
+        if t.kind == "edit":
+            before = t.request.prompt.split("# Before:\n", 1)[1]
+            after_start = t.request.prompt.rsplit("# After:\n", 1)[1]
+            assert len(before) > 200 and after_start.strip()
+
+
+@pytest.fixture
+def source_tree(tmp_path: Path) -> Path:
+    src = tmp_path / "proj"
+    (src / "pkg").mkdir(parents=True)
+    (src / ".git").mkdir()
+    (src / ".git" / "config.py").write_text("x = 1\n" * 50)
+    (src / "node_modules").mkdir()
+    (src / "node_modules" / "lib.js").write_text("var a = 1;\n" * 50)
+    for i in range(3):
+        body = "\n".join(f"    value_{j} = compute({i}, {j})  # step {j}" for j in range(40))
+        (src / "pkg" / f"mod{i}.py").write_text(f"def run_{i}():\n{body}\n    return value_0\n")
+    (src / "blob.bin").write_bytes(b"\0\1\2" * 100)
+    (src / "notes.py").write_bytes(b"\xff\xfe not utf-8" * 20)
+    return src
+
+
+def test_collect_files_skips_hidden_and_vendored_folders(source_tree: Path):
+    files = collect_files([source_tree])
+    names = [f.relative_to(source_tree).as_posix() for f in files]
+    assert names == ["notes.py", "pkg/mod0.py", "pkg/mod1.py", "pkg/mod2.py"]
+
+
+def test_collect_files_reports_a_missing_path(tmp_path: Path):
+    with pytest.raises(ValueError, match="no such file"):
+        collect_files([tmp_path / "nope"])
+
+
+def test_fim_tasks_are_reproducible_and_cut_real_cursors(source_tree: Path):
+    a = fim_tasks([source_tree], count=6, seed=7, max_tokens=12)
+    b = fim_tasks([source_tree], count=6, seed=7, max_tokens=12)
+    c = fim_tasks([source_tree], count=6, seed=8, max_tokens=12)
+    assert [t.source for t in a] == [t.source for t in b]
+    assert [t.request for t in a] == [t.request for t in b]
+    assert [t.source for t in a] != [t.source for t in c]
+    for t in a:
+        assert t.kind == "fim" and t.request.max_tokens == 12
+        path, line, col = t.source.rsplit(":", 2)
+        text = Path(path).read_text()
+        assert t.request.prefix + t.request.suffix == text  # a cut, nothing lost or added
+        lines = text.split("\n")
+        cur = lines[int(line) - 1]
+        assert cur.strip(), "cursor on a blank line"
+        assert 1 <= int(col) <= len(cur) + 1
+        assert t.request.prefix.endswith(cur[: int(col) - 1])
+        assert "not utf-8" not in text
+
+
+def test_fim_tasks_without_usable_text_raise(tmp_path: Path):
+    (tmp_path / "tiny.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="no usable text files"):
+        fim_tasks([tmp_path], count=2)
