@@ -785,6 +785,13 @@ class SpectermApp(App[int]):
         if self.active_editor:
             self.active_editor.action_complete()
 
+    def _editor_action(self, name: str) -> None:
+        editor = self.active_editor
+        if editor is None:
+            return
+        getattr(editor, f"action_{name}")()
+        editor.focus()
+
     def _chat_context(self) -> str:
         open_file = self.active_file
         if open_file is None:
@@ -818,6 +825,12 @@ class SpectermApp(App[int]):
             ("Ask about the code", "Focus the chat question box (ctrl+l)", self.action_ask),
             ("Find", "Find text in the active file (ctrl+f, F3 next)", self.action_find),
             ("Complete now", "Ask for an inline suggestion at the cursor (ctrl+space)", self.action_complete),
+            ("Accept suggestion", "Insert the whole suggestion (Tab)", lambda: self._editor_action("accept_completion")),
+            ("Accept next word", "Insert the suggestion's next word (ctrl+right)", lambda: self._editor_action("accept_word")),
+            ("Accept next line", "Insert the suggestion's next line (End)", lambda: self._editor_action("accept_line")),
+            ("Dismiss suggestion", "Hide the suggestion and stop its request (Esc)", lambda: self._editor_action("dismiss_completion")),
+            ("Find next", "Go to the next match (F3)", self.action_find_next),
+            ("Quit", "Leave specterm, asking about unsaved changes (ctrl+q)", lambda: self.run_action("quit")),
             ("Statistics", "Acceptance by draft position and over time (F9)", self.action_stats),
             ("Insert code block", "Insert the last answer's code block at the cursor", self.action_insert_code_block),
             ("Copy code block", "Copy the last answer's code block (OSC 52)", self.action_copy_code_block),

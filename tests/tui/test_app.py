@@ -349,3 +349,16 @@ async def test_a_new_file_opens_empty_and_the_first_save_creates_it(project, set
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: path.exists())
         assert path.read_text() == "x = 1"
+
+
+async def test_the_palette_can_accept_a_suggestion(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        ghost = await ghost_at(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Accept suggestion")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: editor.text != REPETITIVE)
+        assert editor.text == REPETITIVE[:-1] + ghost + "\n"

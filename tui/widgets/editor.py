@@ -285,10 +285,12 @@ class CodeEditor(TextArea):
         self._schedule()
 
     def _on_blur(self, event: events.Blur) -> None:
-        self._dismiss(cancel=True)
+        # The suggestion stays (hidden while unfocused) so the command palette can accept it;
+        # only a pending automatic request is dropped.
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
+        self._line_cache.clear()
 
     # -- requests ---------------------------------------------------------------------------------
 
