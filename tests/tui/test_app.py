@@ -362,3 +362,16 @@ async def test_the_palette_can_accept_a_suggestion(project, settings_for, env):
         await pilot.press("enter")
         await wait_for(pilot, lambda: editor.text != REPETITIVE)
         assert editor.text == REPETITIVE[:-1] + ghost + "\n"
+
+
+async def test_an_unusable_model_is_a_notice_and_the_editor_still_works(project, settings_for, env):
+    bad = project / "notes.gguf"
+    bad.write_text("this is not a model\n" * 20)
+    app = make_app(settings_for(project, **{"model.target": str(bad)}), project / "notes.md", None, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.status_model.state == "error")
+        assert any("notes.gguf" in n.message for n in app._notifications)
+        assert "error" in app.query_one(StatusBar).render_status().plain
+        await pilot.press("x")
+        assert app.active_editor.text.startswith("x")
+        assert app.active_editor.ghost_text == ""
