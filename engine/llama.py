@@ -175,6 +175,7 @@ class Model:
 
         cparams = lc.llama_context_default_params()
         n_ctx = settings.ctx if settings.ctx > 0 else lc.llama_model_n_ctx_train(model)
+        self._check_memory(n_ctx)
         cparams.n_ctx = n_ctx
         cparams.n_batch = min(settings.batch, n_ctx)
         cparams.n_ubatch = min(settings.ubatch, cparams.n_batch)
@@ -209,6 +210,23 @@ class Model:
         self._mem = lc.llama_get_memory(ctx)
         self._batch = lc.llama_batch_init(self.n_batch, 0, 1)
         return self
+
+    def _check_memory(self, n_ctx: int) -> None:
+        """Refuse a KV cache that cannot fit in RAM: llama.cpp would fail or the OS would kill us.
+        (Only for the CPU: GPU memory is checked by llama.cpp's own allocation.)"""
+        from .memory import model_kv_cache_bytes, system_ram
+
+        if self.gpu_layers > 0:
+            return
+        ram = system_ram()
+        need = model_kv_cache_bytes(self, n_ctx, self.settings.kv_type) + self.file_size
+        if ram and need > ram:
+            self.close()
+            raise ModelLoadError(
+                f"{self.name} with a context of {n_ctx} tokens needs about {need / 2**30:.1f} GiB "
+                f"(weights and KV cache) but this machine has {ram / 2**30:.1f} GiB of memory.",
+                hint="Lower [model] ctx (--ctx), use kv_type = \"q8_0\", or a smaller quantization.",
+            )
 
     def close(self) -> None:
         if self._closed:

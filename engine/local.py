@@ -65,13 +65,14 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         if draft.model is None:
             raise ModelLoadError("The draft kind is 'model' but no draft model path is set.",
                                  hint="Set [model] draft to a GGUF path, or use 'lookup' or 'none'.")
-        model = Model.load(draft.model, what="draft model")
+        # Check the tokenizers on a vocab-only load first: a mismatched draft is refused before
+        # gigabytes of weights are read.
+        vocab = Model.load(draft.model, vocab_only=True, what="draft model")
         try:
-            check_pair(target, model)
-        except EngineError:
-            model.close()
-            raise
-        return ModelDrafter(model, spec_p_min)
+            check_pair(target, vocab)
+        finally:
+            vocab.close()
+        return ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min)
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.", hint="Use a GGUF path, 'lookup' or 'none'.")
 
 

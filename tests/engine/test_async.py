@@ -1,0 +1,107 @@
+"""The async API: streaming, cancellation within a pass, who yields to whom."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from specterm.engine import (
+    ChatMessage, ChatRequest, CompletionRequest, DraftSettings, EngineSettings, Finished,
+    GenerateRequest, ModelSettings, SpeculativeSettings, StatsUpdate, TextDelta,
+)
+from specterm.engine.local import LocalEngine
+
+LONG = "Write a very long story about a robot who learns to write Python code.\n\nOnce upon a time"
+
+
+@pytest.fixture
+async def engine(models):
+    eng = LocalEngine(EngineSettings(target=ModelSettings(path=models.demo, ctx=2048),
+                                     draft=DraftSettings(kind="lookup"),
+                                     speculative=SpeculativeSettings(draft_max=4)))
+    await eng.start()
+    yield eng
+    await eng.close()
+
+
+async def collect(eng, req, cancel_after: int | None = None):
+    deltas, stats, final = [], [], None
+    async for ev in eng.stream(req):
+        if isinstance(ev, TextDelta):
+            deltas.append(ev.text)
+            if cancel_after is not None and len(deltas) == cancel_after:
+                await eng.cancel()
+        elif isinstance(ev, StatsUpdate):
+            stats.append(ev.stats)
+        elif isinstance(ev, Finished):
+            final = ev
+    return deltas, stats, final
+
+
+async def test_stream_yields_text_stats_and_one_final_event(engine):
+    deltas, stats, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=20))
+    assert final is not None and final.reason == "length"
+    assert "".join(deltas) == final.text
+    assert stats and stats[-1].tokens <= final.stats.tokens
+    assert engine.session_stats().tokens == final.stats.tokens
+    assert engine.info.target_name.endswith(".gguf") and engine.info.draft_kind == "lookup"
+
+
+async def test_cancel_takes_effect_within_a_pass_and_engine_stays_usable(engine):
+    deltas, stats, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=400),
+                                         cancel_after=3)
+    assert final.reason == "cancelled"
+    # cancellation is checked before every target pass: at most one more pass ran after it
+    assert final.stats.tokens < 3 + 2 * (engine.settings.speculative.draft_max + 1)
+    _, _, again = await collect(engine, GenerateRequest(prompt="def f():", max_tokens=5))
+    assert again.reason in ("length", "eos") and again.stats.tokens >= 1
+
+
+async def test_new_completion_supersedes_the_running_one(engine):
+    first = CompletionRequest(prefix=LONG, max_tokens=300, multiline=True, max_lines=100)
+    second = CompletionRequest(prefix="def add(a, b):\n    ", max_tokens=8)
+    task = asyncio.create_task(collect(engine, first))
+    await asyncio.sleep(0.3)
+    _, _, final2 = await collect(engine, second)
+    _, _, final1 = await task
+    assert final1.reason == "superseded"
+    assert final2.reason != "superseded"
+
+
+async def test_completion_during_chat_is_busy_and_chat_is_not_interrupted(engine):
+    chat = ChatRequest(messages=(ChatMessage("user", "Tell me a long story about a cat."),), max_tokens=60)
+    task = asyncio.create_task(collect(engine, chat))
+    await asyncio.sleep(0.3)
+    _, _, busy = await collect(engine, CompletionRequest(prefix="x = ", max_tokens=4))
+    _, _, chat_final = await task
+    assert busy.reason == "busy"
+    assert chat_final.reason in ("length", "eos")
+
+
+async def test_chat_supersedes_a_running_completion(engine):
+    comp = CompletionRequest(prefix=LONG, max_tokens=300, multiline=True, max_lines=100)
+    task = asyncio.create_task(collect(engine, comp))
+    await asyncio.sleep(0.3)
+    _, _, chat_final = await collect(
+        engine, ChatRequest(messages=(ChatMessage("user", "Hi"),), max_tokens=8))
+    _, _, comp_final = await task
+    assert comp_final.reason == "superseded"
+    assert chat_final.reason in ("length", "eos")
+
+
+async def test_switching_the_drafter_at_run_time(engine, models):
+    await engine.set_drafter(DraftSettings(kind="none"))
+    assert engine.info.draft_kind == "none"
+    _, _, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=8))
+    assert final.stats.drafted == 0
+    await engine.set_drafter(DraftSettings(kind="model", model=ModelSettings(path=models.draft_q4, ctx=2048)))
+    assert engine.info.draft_kind == "model"
+    # a bad drafter is refused and the old one stays
+    from specterm.engine import PairingError
+
+    with pytest.raises(PairingError):
+        await engine.set_drafter(DraftSettings(kind="model", model=ModelSettings(path=models.vocab_mismatch)))
+    assert engine.info.draft_kind == "model"
+    _, _, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=8))
+    assert final.reason == "length"

@@ -1,0 +1,87 @@
+"""Bad input gets a clear, actionable error and leaves the process usable."""
+
+from __future__ import annotations
+
+import pytest
+
+from specterm.engine import (
+    ContextOverflowError, DraftSettings, EngineError, EngineSettings, GenerateRequest, ModelLoadError,
+    ModelSettings, PairingError,
+)
+from specterm.engine.llama import Model
+from specterm.engine.local import LocalEngine
+
+
+def load(target: str, draft_kind: str = "none", draft: str | None = None, ctx: int = 512) -> LocalEngine:
+    eng = LocalEngine(EngineSettings(
+        target=ModelSettings(path=target, ctx=ctx),
+        draft=DraftSettings(kind=draft_kind, model=ModelSettings(path=draft, ctx=ctx) if draft else None)))
+    eng.load()
+    return eng
+
+
+def test_missing_file_names_the_path(tmp_path):
+    with pytest.raises(ModelLoadError, match="does not exist") as err:
+        load(str(tmp_path / "nope.gguf"))
+    assert "nope.gguf" in str(err.value)
+
+
+def test_not_a_gguf(models):
+    with pytest.raises(ModelLoadError, match="not a GGUF file"):
+        load(models.not_gguf)
+
+
+def test_truncated_gguf(models):
+    with pytest.raises(ModelLoadError, match="could not load") as err:
+        load(models.truncated)
+    assert "truncated.gguf" in str(err.value)
+
+
+def test_unsupported_architecture(models):
+    with pytest.raises(ModelLoadError, match="nosucharch"):
+        load(models.unknown_arch)
+
+
+def test_vocab_mismatch_names_both_models_and_the_token(models):
+    with pytest.raises(PairingError) as err:
+        load(models.demo, "model", models.vocab_mismatch)
+    msg = str(err.value)
+    assert "mismatch.gguf" in msg and "SmolLM2" in msg and "token 1000" in msg
+
+
+def test_draft_model_kind_without_a_path(models):
+    with pytest.raises(ModelLoadError, match="no draft model path"):
+        load(models.demo, "model", None)
+
+
+def test_prompt_longer_than_the_context_then_engine_still_works(models):
+    eng = load(models.demo, "lookup", ctx=256)
+    try:
+        with pytest.raises(ContextOverflowError, match="context"):
+            eng.run_request(GenerateRequest(prompt="word " * 400, max_tokens=8))
+        text, reason, stats = eng.run_request(GenerateRequest(prompt="def f():", max_tokens=4))
+        assert stats.tokens >= 1
+    finally:
+        eng.close_sync()
+
+
+def test_generation_stops_at_the_context_end_instead_of_aborting(models):
+    eng = load(models.demo, "lookup", ctx=128)
+    try:
+        text, reason, stats = eng.run_request(GenerateRequest(prompt="x " * 50, max_tokens=1000))
+        assert reason == "length"
+        assert stats.prompt_tokens + stats.tokens < eng.target.n_ctx  # llama.cpp may round ctx up
+    finally:
+        eng.close_sync()
+
+
+def test_model_too_large_for_memory(models):
+    with pytest.raises(ModelLoadError, match="memory"):
+        Model.load(ModelSettings(path=models.demo, ctx=50_000_000))
+
+
+def test_errors_are_engine_errors_with_a_hint(tmp_path):
+    try:
+        load(str(tmp_path / "missing.gguf"))
+    except EngineError as exc:
+        assert exc.hint and "\n" in str(exc)
