@@ -8,11 +8,7 @@ from pathlib import Path
 import gguf
 import pytest
 
-from ggufs import copy_gguf
-
-# SmolLM2 token ids used as stand-in FIM tokens in the FIM copy (they are special tokens there).
-FIM_PRE, FIM_SUF, FIM_MID, FIM_PAD = 4, 5, 6, 7
-MISMATCH_TOKEN = 1000
+from ggufs import FIM_MID, FIM_PAD, FIM_PRE, FIM_SUF, MISMATCH_TOKEN, copy_gguf
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ from typing import Any
 
 import gguf
 
+# SmolLM2 token ids used as stand-in FIM tokens in the FIM copy (they are special tokens there).
+FIM_PRE, FIM_SUF, FIM_MID, FIM_PAD = 4, 5, 6, 7
+MISMATCH_TOKEN = 1000  # the token whose text the mismatched-vocabulary copy changes
+
 
 def copy_gguf(
     src: str | Path,

@@ -1,0 +1,88 @@
+"""Fill-in-the-middle prompts, token healing and the inline stop rules."""
+
+from __future__ import annotations
+
+from ggufs import FIM_MID, FIM_PRE, FIM_SUF
+
+from specterm.engine import CompletionRequest, ContextFile, ModelSettings
+from specterm.engine.fim import build_fim_prompt, finish_completion
+from specterm.engine.llama import Model
+
+
+def test_fim_prompt_uses_the_models_own_tokens_and_keeps_text_nearest_the_cursor(models):
+    m = Model.load(ModelSettings(path=models.fim, ctx=512))
+    try:
+        assert m.fim is not None and (m.fim.pre, m.fim.suf, m.fim.mid) == (FIM_PRE, FIM_SUF, FIM_MID)
+        prefix = "".join(f"line_{i} = {i}\n" for i in range(400)) + "total = "
+        suffix = "\nprint(total)\n" + "".join(f"after_{i} = {i}\n" for i in range(400))
+        fp = build_fim_prompt(m, CompletionRequest(prefix=prefix, suffix=suffix), max_tokens=64)
+        toks = fp.tokens
+        assert fp.fim and len(toks) <= m.n_ctx - 64
+        assert toks[-1] == FIM_MID and FIM_PRE in toks and FIM_SUF in toks
+        pre_part = m.detokenize(toks[toks.index(FIM_PRE) + 1 : toks.index(FIM_SUF)])
+        suf_part = m.detokenize(toks[toks.index(FIM_SUF) + 1 : -1])
+        assert "line_399 = 399" in pre_part and "line_0 = 0\n" not in pre_part  # end kept
+        assert suf_part.startswith("\nprint(total)") and "after_399" not in suf_part  # start kept
+        assert fp.heal and prefix.encode().endswith(fp.heal)  # the last token is healed
+        assert not pre_part.endswith(fp.heal.decode())
+    finally:
+        m.close()
+
+
+def test_fim_model_completes_in_the_middle(models, engine_factory):
+    eng = engine_factory(models.fim, "lookup", draft_max=4)
+    req = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n\nprint(add(1, 2))\n",
+                            max_tokens=16)
+    text, reason, stats = eng.run_request(req)
+    assert stats.tokens >= 1 and reason in ("eos", "stop", "length")
+    assert eng.info.fim
+
+
+def test_context_files_go_before_the_cursor_file_when_the_model_has_separators(models):
+    m = Model.load(ModelSettings(path=models.fim, ctx=1024))
+    try:
+        if m.fim.sep < 0 or m.fim.rep < 0:
+            # SmolLM2's vocabulary has no file separator token: the prompt must not use one
+            fp = build_fim_prompt(m, CompletionRequest(
+                prefix="x = ", context_files=(ContextFile("util.py", "def helper(): pass\n"),)), 32)
+            assert fp.tokens[0] in (FIM_PRE, m.bos)
+    finally:
+        m.close()
+
+
+def test_prefix_ending_in_spaces_does_not_double_the_indentation(models, engine_factory):
+    """Without healing a prefix of four spaces tends to continue with ' return' (five spaces)."""
+    eng = engine_factory(models.demo, "none")
+    prefix = "def square(x):\n    \"\"\"Return x squared.\"\"\"\n    "
+    text, _, _ = eng.run_request(CompletionRequest(prefix=prefix, max_tokens=12, multiline=False))
+    assert text and not text.startswith(" "), repr(text)
+
+
+def test_models_without_fim_tokens_fall_back_to_prefix_completion(models):
+    m = Model.load(ModelSettings(path=models.demo, ctx=512))
+    try:
+        assert m.fim is None
+        fp = build_fim_prompt(m, CompletionRequest(prefix="import os\n", suffix="print(1)"), 32)
+        assert not fp.fim
+        assert "print" not in m.detokenize(fp.tokens)
+    finally:
+        m.close()
+
+
+def test_finish_completion_drops_text_that_repeats_the_suffix():
+    req = CompletionRequest(prefix="def f(x):\n    ", suffix="\n    return y\n")
+    assert finish_completion("y = x + 1\n    return y", req) == "y = x + 1"
+    # a suggestion that is exactly what follows the cursor is not shown
+    assert finish_completion("return y", CompletionRequest(prefix="    ", suffix="return y\n")) == ""
+    # closing brackets already after the cursor are not repeated
+    assert finish_completion("a, b)", CompletionRequest(prefix="f(", suffix=")\n")) == "a, b"
+
+
+def test_finish_completion_stops_at_the_end_of_the_block_and_the_line_cap():
+    req = CompletionRequest(prefix="class A:\n    def f(self):\n        ", suffix="", max_lines=3)
+    text = "x = 1\n        y = 2\n    def g(self):\n        pass"
+    assert finish_completion(text, req) == "x = 1\n        y = 2"
+    many = "\n".join(f"        v{i} = {i}" for i in range(10))
+    assert finish_completion("a = 0\n" + many, req).count("\n") == 3
+    single = CompletionRequest(prefix="x = ", suffix="", multiline=False)
+    assert finish_completion("1\ny = 2", single) == "1"
