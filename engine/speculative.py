@@ -10,6 +10,7 @@ Invariants (tests check them):
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,35 @@ from .llama import Model
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
 from .settings import SamplingSettings, SpeculativeSettings
 from .stats import Stats
+
+
+class HealIndex:
+    """Which tokens agree with text still to be healed: those that start with it, and those that
+    are a prefix of it (the healed text then continues into the next token). A sorted piece list
+    makes the first a range lookup instead of a scan of the whole vocabulary."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        order = sorted(range(len(pieces)), key=pieces.__getitem__)
+        self._sorted = [pieces[i] for i in order]
+        self._ids = np.asarray(order, dtype=np.int64)
+        self._by_piece: dict[bytes, list[int]] = {}
+        for tid, p in enumerate(pieces):
+            if p:
+                self._by_piece.setdefault(p, []).append(tid)
+        self._n = len(pieces)
+
+    def mask(self, heal: bytes) -> np.ndarray:
+        m = np.zeros(self._n, dtype=bool)
+        lo = bisect.bisect_left(self._sorted, heal)
+        upper = heal.rstrip(b"\xff")
+        hi = (bisect.bisect_left(self._sorted, upper[:-1] + bytes([upper[-1] + 1]))
+              if upper else len(self._sorted))
+        m[self._ids[lo:hi]] = True
+        for i in range(1, len(heal)):
+            ids = self._by_piece.get(heal[:i])
+            if ids:
+                m[ids] = True
+        return m
 
 
 class TextStream:
@@ -106,6 +136,7 @@ class SpeculativeDecoder:
         self.spec = spec
         self.cached: list[int] = []  # tokens whose KV entries the target holds
         self.last_tokens: list[int] = []
+        self._heal_index: HealIndex | None = None
         self.set_drafter(drafter)
 
     def set_drafter(self, drafter: Drafter) -> None:
@@ -144,8 +175,9 @@ class SpeculativeDecoder:
         return sample(distribution(logits, sampling, mask), rng)
 
     def _heal_mask(self, heal: bytes) -> np.ndarray:
-        pieces = self.target.pieces()
-        return np.fromiter((p.startswith(heal) for p in pieces), dtype=bool, count=len(pieces))
+        if self._heal_index is None:
+            self._heal_index = HealIndex(self.target.pieces())
+        return self._heal_index.mask(heal)
 
     # -- the loop --------------------------------------------------------------------------------
     def generate(self, job: GenerationJob) -> GenerationResult:
@@ -184,9 +216,9 @@ class SpeculativeDecoder:
                 if target.is_eog(tok) or tok in job.stop_tokens:
                     return "eos"
                 data = target.piece(tok)
-                if heal_left:
-                    data = data[len(heal_left):]
-                    heal_left = b""
+                if heal_left:  # this token re-creates (part of) the healed text: emit only the rest
+                    cut = min(len(data), len(heal_left))
+                    data, heal_left = data[cut:], heal_left[cut:]
                 emitted.append(tok)
                 stats.tokens += 1
                 text = stream.feed(data)
@@ -203,8 +235,9 @@ class SpeculativeDecoder:
             return None
 
         heal_left = job.heal
-        # The prompt pass yields the first token (healing constrains only this one).
-        mask = self._heal_mask(job.heal) if job.heal else None
+        # The prompt pass yields the first token. While healed text remains, each token must agree
+        # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
+        mask = self._heal_mask(heal_left) if heal_left else None
         first = self._choose(target.logits(), job.sampling, rng, mask)
         stats.target_passes = 1
         stats.generation_time_s = time.perf_counter() - t_start
@@ -232,7 +265,7 @@ class SpeculativeDecoder:
             if target.n_ctx - n_past < 1:
                 why = "length"
                 break
-            k = min(controller.next_length(), max(room, 0))
+            k = 0 if heal_left else min(controller.next_length(), max(room, 0))
             draft = Draft()
             if k > 0:
                 draft = self.drafter.draft(history, k, job.sampling, draft_rng)
@@ -246,7 +279,9 @@ class SpeculativeDecoder:
             t0 = time.perf_counter()
             target.decode(batch, n_past, logits_from=0)
             rows = target.logits_rows(len(batch))
-            if greedy:
+            if heal_left:
+                verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, self._heal_mask(heal_left)))
+            elif greedy:
                 verdict: Verdict = verify_greedy(rows, draft.tokens)
             else:
                 verdict = verify_sampled(rows, draft.tokens, draft.q, job.sampling, rng)
