@@ -69,7 +69,7 @@ def settings_for(env) -> Callable[..., object]:
     return make
 
 
-async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 30.0, step: float = 0.05) -> None:
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 60.0, step: float = 0.05) -> None:
     """Let the app run until `condition()` holds; fail with a clear message after `timeout`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
