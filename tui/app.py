@@ -434,6 +434,7 @@ class SpectermApp(App[int]):
 
     def save_now(self, open_file: OpenFile) -> bool:
         text = open_file.editor.text
+        created = not open_file.file.path.exists()
         try:
             open_file.file.save(text)
         except OSError as err:
@@ -442,6 +443,9 @@ class SpectermApp(App[int]):
         open_file.saved_text = text
         open_file.deleted = False
         self._refresh_tab(open_file)
+        if created:
+            self.query_one(FileTree).reload()  # show the new file in the tree
+            self._update_watch()
         self.notify(f"Saved {open_file.file.path.name}", timeout=2)
         return True
 

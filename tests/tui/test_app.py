@@ -349,6 +349,9 @@ async def test_a_new_file_opens_empty_and_the_first_save_creates_it(project, set
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: path.exists())
         assert path.read_text() == "x = 1"
+        await pilot.press("ctrl+b")
+        tree = app.query_one("#tree")
+        await wait_for(pilot, lambda: any(n.data and n.data.path == path for n in tree.root.children))
 
 
 async def test_the_palette_can_accept_a_suggestion(project, settings_for, env):
