@@ -173,9 +173,10 @@ class SpectermApp(App[int]):
     def _welcome_text(self) -> str:
         return (
             "specterm\n\n"
-            "Open a file from the tree (ctrl+b) or the command palette (ctrl+p).\n"
-            "Suggestions appear as you pause typing: Tab accepts, ctrl+right takes a word,\n"
-            "End takes a line, Esc dismisses. ctrl+l asks the chat about your code."
+            "ctrl+b  files          ctrl+p  every action\n"
+            "ctrl+l  ask the chat   ctrl+q  quit\n\n"
+            "Suggestions appear when you pause typing:\n"
+            "Tab accepts · ctrl+right a word · End a line · Esc dismisses"
         )
 
     async def on_mount(self) -> None:
