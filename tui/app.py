@@ -130,7 +130,7 @@ class SpectermApp(App[int]):
             self.animation_level = "none"
         self.files: dict[str, OpenFile] = {}  # by pane id
         self._pane_counter = 0
-        self.status_model = StatusModel(demo=settings.demo)
+        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats)
         self.acceptance_history: list[float] = []
         self.frozen_figures: dict[str, float] = {}
         self.completer = Completer(
@@ -624,6 +624,8 @@ class SpectermApp(App[int]):
         old = self.settings
         self.settings = fresh
         self.completer.options = CompletionOptions.from_config(fresh.completion)
+        self.status_model.show_stats = fresh.ui.show_stats
+        self.query_one(StatusBar).mark_dirty()
         chat = self.query_one(ChatPane)
         chat.system_prompt = fresh.chat.system_prompt
         chat.max_tokens = fresh.chat.max_tokens

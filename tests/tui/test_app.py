@@ -287,8 +287,9 @@ async def test_config_and_theme_files_reload_live(project, settings_for, env):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.watcher.ready.is_set())
         assert app.completer.options.max_tokens == 12
-        (project / ".specterm.toml").write_text("[completion]\nmax_tokens = 5\n")
+        (project / ".specterm.toml").write_text("[completion]\nmax_tokens = 5\n[ui]\nshow_stats = false\n")
         await wait_for(pilot, lambda: app.completer.options.max_tokens == 5, timeout=10)
+        await wait_for(pilot, lambda: "tok/s" not in app.query_one(StatusBar).render_status().plain)
 
         # A broken config: a notice, and the running settings stay.
         (project / ".specterm.toml").write_text("[completion]\nmax_tokens = \"many\"\n")

@@ -38,6 +38,7 @@ class StatusModel:
     session: Stats = field(default_factory=Stats)
     message: str = ""  # e.g. loading progress
     file_label: str = ""  # cursor position and language of the active editor
+    show_stats: bool = True  # [ui] show_stats
 
     def update_info(self, info: EngineInfo, *, demo: bool = False) -> None:
         self.target = info.target_name
@@ -105,6 +106,13 @@ class StatusBar(Static):
         if current is not None and not current.acceptance_reported:
             acc = "acceptance: not reported by server"  # never a made-up figure
         state = "GPU" if m.gpu else "CPU"
+        if not m.show_stats:  # [ui] show_stats = false: names and state only
+            figures_off = f" │ {m.state} │ {state}"
+            t.append(f"{_short(m.target)} + {_short(m.draft)}", "bold")
+            if m.demo:
+                t.append(" [demo]", "reverse")
+            t.append(figures_off)
+            return t
         if width >= 100:
             figures = [
                 acc,
