@@ -41,26 +41,31 @@ class CostModel:
         old = self.draft_token
         self.draft_token = per if old is None else old + _ALPHA * (per - old)
 
-    def t_verify(self, n: int) -> float | None:
-        """Measured t_v(n), or a linear fit through the measured sizes (an estimate)."""
+    def t_verify(self, n: int, fit: tuple[float, float] | None = None) -> float | None:
+        """Measured t_v(n), or the line `fit` (see `line()`) through the measured sizes."""
         v = self.verify
         if n in v:
             return v[n]
+        if fit is None:
+            fit = self.line()
+            if fit is None:
+                return None
+        a, b = fit
+        return max(a + b * n, 1e-6)
+
+    def line(self) -> tuple[float, float] | None:
+        """(intercept, slope) of t_v(n): least squares through the measured sizes (two or more)."""
+        v = self.verify
         if not v:
             return None
-        sizes = sorted(v)
-        if len(sizes) == 1:
-            s = sizes[0]
-            # One size known: assume each extra token costs a quarter of a one-token pass until
-            # measured (optimistic, so the controller tries drafting and then learns).
-            return v[s] * (1.0 + 0.25 * (n - s) / max(s, 1))
-        # least-squares line through (size, time)
-        xs, ys = sizes, [v[s] for s in sizes]
+        if len(v) == 1:
+            return None
+        xs = list(v)
+        ys = [v[x] for x in xs]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         sxx = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
-        slope = max(slope, 0.0)
-        return max(my + slope * (n - mx), 1e-6)
+        slope = max(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0, 0.0)
+        return my - slope * mx, slope
 
 
 class DraftController:
@@ -95,9 +100,9 @@ class DraftController:
         a = min(self.acceptance, 0.999)
         return (1.0 - a ** (g + 1)) / (1.0 - a)
 
-    def rate(self, g: int) -> float | None:
+    def rate(self, g: int, fit: tuple[float, float] | None = None) -> float | None:
         """Expected tokens per second at draft length g, from the current measurements."""
-        tv = self.costs.t_verify(g + 1)
+        tv = self.costs.t_verify(g + 1, fit)
         if tv is None:
             return None
         td = 0.0 if (self.draft_is_free or g == 0) else (self.costs.draft_token or 0.0)
@@ -109,12 +114,16 @@ class DraftController:
         if not self.adaptive or dmax <= 0:
             self.off = dmax <= 0
             return max(dmax, 0)
-        base = self.rate(0)
-        if base is None:  # nothing measured yet: measure a short draft first
+        verify = self.costs.verify
+        if 1 not in verify:  # first measure a plain pass ...
+            return 0
+        fit = self.costs.line()
+        if fit is None:  # ... then a short draft, so that t_v(n) can be fitted
             return self.length
+        base = self.rate(0, fit)
         best_g, best_r = 0, base
         for g in range(1, dmax + 1):
-            r = self.rate(g)
+            r = self.rate(g, fit)
             if r is not None and r > best_r:
                 best_g, best_r = g, r
         # Require a margin so noise does not keep it drafting at a loss.
