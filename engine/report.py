@@ -18,11 +18,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .errors import EngineError, PairingError
+from .memory import hparam as _hparam
+from .memory import kv_cache_bytes, system_ram
 from .settings import DEMO_TARGET, EngineSettings, ModelSettings
 
-# Bytes per KV cache element for each supported cache type (ggml block sizes: q8_0 packs 32 values
-# into 34 bytes, q4_0 into 18).
-KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
 @dataclass(frozen=True)
@@ -185,26 +184,6 @@ def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model 
         return None
 
 
-def _hparam(model, key: str) -> int:
-    """An integer hyper-parameter from GGUF metadata (`<arch>.<key>`); 0 when absent."""
-    value = model.meta(f"{model.arch}.{key}")
-    try:
-        return int(value) if value is not None else 0
-    except ValueError:
-        return 0
-
-
-def kv_cache_bytes(
-    *, n_layer: int, ctx: int, n_head_kv: int, key_length: int, value_length: int, kv_type: str
-) -> int:
-    """K and V for every layer and position: n_layer * ctx * n_head_kv * (k + v) * bytes/element.
-
-    An upper bound for models with sliding-window layers (llama.cpp may allocate less there).
-    """
-    per_element = KV_BYTES_PER_ELEMENT.get(kv_type, 2.0)
-    return int(n_layer * ctx * n_head_kv * (key_length + value_length) * per_element)
-
-
 def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
     n_layer = _hparam(model, "block_count")
     n_ctx_train = _hparam(model, "context_length")
@@ -245,13 +224,6 @@ def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelRepo
     )
 
 
-def _system_ram() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def _memory(models: list[ModelReport]) -> MemoryEstimate | None:
     if not models:
         return None
@@ -264,7 +236,7 @@ def _memory(models: list[ModelReport]) -> MemoryEstimate | None:
         weights_bytes=sum(m.file_bytes for m in models),
         kv_cache_bytes=sum(m.kv_cache_bytes for m in models),
         gpu_bytes=gpu,
-        system_ram_bytes=_system_ram(),
+        system_ram_bytes=system_ram(),
     )
 
 

@@ -5,7 +5,7 @@ Face cache, and an estimate of the memory each pair needs at the configured cont
 (a GGUF path, or a pulled pair's name): every downloaded GGUF, checked with the engine's pairing
 check as a draft for that target — the way LM Studio filters its draft-model list.
 
-Memory figures come from `engine/report.py`, the estimator `specterm doctor` uses: weights (file
+Memory figures come from `engine/memory.py`, the arithmetic `specterm doctor` uses: weights (file
 size) plus both models' KV cache at the configured context and KV type.
 """
 
@@ -87,7 +87,7 @@ def _pick_quant(model: CatalogueModel) -> ModelFile:
 
 
 def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
-    from specterm.engine.report import kv_cache_bytes
+    from specterm.engine.memory import kv_cache_bytes
 
     return kv_cache_bytes(n_layer=model.layers, ctx=min(ctx, model.context), n_head_kv=model.kv_heads,
                           key_length=model.head_dim, value_length=model.head_dim, kv_type=kv_type)
@@ -95,10 +95,10 @@ def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
 
 def machine() -> dict[str, Any]:
     """What memory estimates are compared with: GPU offload support and physical RAM."""
-    from specterm.engine import report
     from specterm.engine.llama import gpu_offload_supported
+    from specterm.engine.memory import system_ram
 
-    ram = report._system_ram()  # the same figure doctor compares with
+    ram = system_ram()  # the same figure doctor compares with
     return {"gpu_offload": gpu_offload_supported(), "ram_bytes": ram}
 
 
