@@ -210,7 +210,13 @@ class LocalEngine:
     async def stream(self, request: Request) -> AsyncIterator[Event]:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event] = asyncio.Queue()
-        job = _Job(request, lambda ev: loop.call_soon_threadsafe(events.put_nowait, ev))
+        def sink(ev: Event) -> None:
+            try:
+                loop.call_soon_threadsafe(events.put_nowait, ev)
+            except RuntimeError:  # the caller's event loop is closed: nobody listens any more
+                job.cancel.set()
+
+        job = _Job(request, sink)
         if not self._admit(job):
             yield Finished("busy", "", Stats(draft_max=self.settings.speculative.draft_max))
             return

@@ -105,3 +105,25 @@ async def test_switching_the_drafter_at_run_time(engine, models):
     assert engine.info.draft_kind == "model"
     _, _, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=8))
     assert final.reason == "length"
+
+
+def test_engine_survives_a_caller_whose_event_loop_closed(models):
+    """A caller's loop that closes mid-request must not kill the engine thread for later callers."""
+    eng = LocalEngine(EngineSettings(target=ModelSettings(path=models.demo, ctx=2048)))
+    first_loop = asyncio.new_event_loop()
+
+    async def start_and_abandon():
+        await eng.start()
+        agen = eng.stream(GenerateRequest(prompt=LONG, max_tokens=200))
+        await agen.__anext__()  # the request is running now
+
+    first_loop.run_until_complete(start_and_abandon())
+    first_loop.close()  # events for the abandoned request now have nowhere to go
+
+    async def use_again():
+        _, _, final = await collect(eng, GenerateRequest(prompt="def f():", max_tokens=4))
+        await eng.close()
+        return final
+
+    final = asyncio.run(use_again())
+    assert final.reason in ("length", "eos")
