@@ -121,11 +121,9 @@ def test_engine_survives_a_caller_whose_event_loop_closed(models):
     first_loop.close()  # events for the abandoned request now have nowhere to go
 
     async def use_again():
-        try:  # a dead worker thread would leave this waiting forever
-            _, _, final = await asyncio.wait_for(
-                collect(eng, GenerateRequest(prompt="def f():", max_tokens=4)), timeout=60)
-        finally:
-            eng.close_sync() if eng._thread is None else None
+        # a dead worker thread would leave this waiting forever: bound the wait
+        _, _, final = await asyncio.wait_for(
+            collect(eng, GenerateRequest(prompt="def f():", max_tokens=4)), timeout=60)
         await eng.close()
         return final
 
