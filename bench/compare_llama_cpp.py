@@ -29,7 +29,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,20 +65,15 @@ _ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
 
 
 def run_llama_cpp(binary: Path, target: str, draft: str, prompt: str, args: argparse.Namespace) -> Figures:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
-        fh.write(prompt)
-        prompt_file = fh.name
+    # -p, not -f: -f drops the prompt's final newline. --no-escape: the text is taken as it is.
     cmd = [
         str(binary), "-m", target, "-md", draft, "--spec-type", "draft-simple",
-        "-f", prompt_file, "-n", str(args.max_tokens), "-c", str(args.ctx),
+        "-p", prompt, "--no-escape", "-n", str(args.max_tokens), "-c", str(args.ctx),
         "-t", str(args.threads), "-td", str(args.threads),
         "--spec-draft-n-max", str(args.draft_max), "--spec-draft-n-min", "0",
         "--spec-draft-p-min", str(args.p_min), "--temp", "0", "--seed", "0",
     ]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    finally:
-        os.unlink(prompt_file)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     log = proc.stdout + proc.stderr
     m, d, a = _DECODED.search(log), _DRAFTED.search(log), _ACCEPT.search(log)
     if proc.returncode != 0 or not (m and d and a):
@@ -104,10 +98,7 @@ def load_specterm(target: str, draft: str, args: argparse.Namespace):
     return engine
 
 
-def run_specterm(engine, prompt: str, args: argparse.Namespace) -> Figures:
-    from specterm.engine import GenerateRequest
-
-    req = GenerateRequest(prompt=prompt, max_tokens=args.max_tokens)
+def run_specterm(engine, req, args: argparse.Namespace) -> Figures:
     # The prompt stays in both KV caches from the warm-up run: llama.cpp's example also feeds the
     # prompt to the target and the draft before its generation timer starts.
     _, _, s = engine.run_request(req, fixed_draft=args.draft_max)
@@ -142,7 +133,7 @@ def main() -> int:
     args = p.parse_args()
 
     from specterm.engine.bench import builtin_tasks
-    from specterm.engine.requests import GenerateRequest
+    from specterm.engine.requests import ChatRequest, GenerateRequest
 
     target = args.target
     if target == "demo":
@@ -151,19 +142,27 @@ def main() -> int:
         target = demo_model_path()
     draft = args.draft or default_draft(target)
     binary = find_binary()
-    tasks = [t for t in builtin_tasks(generate_tokens=args.max_tokens) if isinstance(t.request, GenerateRequest)]
+    # Prompts both programs take as they are: continuations, and chat edits (llama.cpp gets the
+    # conversation rendered with the model's own template and parses its special tokens).
+    tasks = [t for t in builtin_tasks(generate_tokens=args.max_tokens)
+             if isinstance(t.request, (GenerateRequest, ChatRequest))]
     tasks = tasks[: args.tasks] if args.tasks else tasks
     engine = load_specterm(target, draft, args)
+
+    def llama_prompt(req) -> str:
+        if isinstance(req, GenerateRequest):
+            return req.prompt
+        return engine.target.apply_chat_template([(m.role, m.content) for m in req.messages])
     load0 = os.getloadavg()
     rows = []
     try:
         for task in tasks:
-            prompt = task.request.prompt
-            run_specterm(engine, prompt, args)  # warm-up: page in weights, settle the allocator
+            prompt = llama_prompt(task.request)
+            run_specterm(engine, task.request, args)  # warm-up: page in weights, settle the allocator
             ll, sp = [], []
             for r in range(args.repeat):
                 ll.append(run_llama_cpp(binary, target, draft, prompt, args))
-                sp.append(run_specterm(engine, prompt, args))
+                sp.append(run_specterm(engine, task.request, args))
                 print(f"  {task.name} {r + 1}/{args.repeat}: llama.cpp {ll[-1].tps:.1f} tok/s, "
                       f"specterm {sp[-1].tps:.1f} tok/s", file=sys.stderr, flush=True)
             rows.append((task.name, ll, sp))

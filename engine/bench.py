@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .requests import CompletionRequest, GenerateRequest, Request
+from .requests import ChatMessage, ChatRequest, CompletionRequest, GenerateRequest, Request
 from .stats import Stats
 
 # -- the theory ----------------------------------------------------------------------------------
@@ -197,38 +197,31 @@ def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -
     return BenchTask(name, "completion", req)
 
 
-def _edit_prompt(instruction: str, code: str, first_line: str) -> str:
-    """An edit as a continuation: the original, the instruction, and the start of the rewrite.
-    The answer repeats most of the original, which is where prompt lookup shines."""
-    return f"{instruction}\n\n# Before:\n{code}\n# After:\n{first_line}"
+def _edit(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
+    """An edit asked for in the chat, as a user would: the answer repeats most of the code, which
+    is where prompt lookup shines (small instruct models copy well in their chat format)."""
+    msg = ChatMessage("user", f"{instruction}\n```{lang}\n{code}```")
+    return BenchTask(name, "edit", ChatRequest(messages=(msg,), max_tokens=max_tokens))
 
 
 def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) -> list[BenchTask]:
     """The built-in code tasks, kinds interleaved so the first few cover every kind."""
     inv, srch = _INVENTORY, _SEARCH
-    rename = inv.replace("quantity", "count")
     return [
         _completion("complete-method-body", inv, "    def value(self) -> float:\n",
                     completion_tokens, "inventory.py"),
         BenchTask("continue-class", "continuation",
                   GenerateRequest(prompt=inv.split("    def save")[0] + "    def load(self, path: Path) -> None:\n",
                                   max_tokens=generate_tokens)),
-        BenchTask("edit-rename", "edit", GenerateRequest(
-            prompt=_edit_prompt("# Rename the field `quantity` to `count` everywhere.", inv,
-                                rename.split("\n", 1)[0] + "\n"),
-            max_tokens=generate_tokens)),
+        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere in this code.", inv, "python",
+              generate_tokens),
         _completion("complete-loop", srch, "        mid = (lo + hi) // 2\n", completion_tokens, "search.py"),
         BenchTask("continue-js", "continuation",
                   GenerateRequest(prompt=_JS + "\nfunction once(fn) {\n", max_tokens=generate_tokens)),
-        BenchTask("edit-type-hints", "edit", GenerateRequest(
-            prompt=_edit_prompt("# Add type hints to binary_search.", srch,
-                                "def binary_search(values: list[int], target: int) -> int:\n"),
-            max_tokens=generate_tokens)),
+        _edit("edit-type-hints", "Add type hints to this function.", srch, "python", generate_tokens),
         _completion("complete-js-body", _JS, "  let last = 0;\n", completion_tokens, "util.js"),
-        BenchTask("edit-js-arrow", "edit", GenerateRequest(
-            prompt=_edit_prompt("// Rewrite with const arrow functions.", _JS,
-                                "const debounce = (fn, wait) => {\n"),
-            max_tokens=generate_tokens)),
+        _edit("edit-js-arrow", "Rewrite these functions with const arrow functions.", _JS, "javascript",
+              generate_tokens),
     ]
 
 
@@ -511,6 +504,8 @@ class Comparison:
             "mean_draft_length": _r(g_mean),
             "fitted_acceptance": _r(a),
             "pair_speedups": [_r(x) for x in spread],
+            # robust to a single disturbed pair on a shared machine; `speedup` pools the runs
+            "median_pair_speedup": _r(statistics.median(spread) if spread else None),
             "overhead_ms_per_pass": {
                 "plain": _r(self.overhead_ms_per_pass(self.plain)),
                 "speculative": _r(self.overhead_ms_per_pass(self.speculative)),

@@ -106,12 +106,11 @@ def test_builtin_tasks_cover_every_kind_early_and_have_unique_names():
             assert t.request.time_budget_s is None
 
 
-def test_edit_tasks_repeat_their_input():
+def test_edit_tasks_carry_the_code_they_edit():
     for t in builtin_tasks():
         if t.kind == "edit":
-            before = t.request.prompt.split("# Before:\n", 1)[1]
-            after_start = t.request.prompt.rsplit("# After:\n", 1)[1]
-            assert len(before) > 200 and after_start.strip()
+            (msg,) = t.request.messages
+            assert msg.role == "user" and "```" in msg.content and len(msg.content) > 200
 
 
 @pytest.fixture
