@@ -41,6 +41,18 @@ class CompletionOptions:
         )
 
 
+def stable_window_start(prefix: str, max_chars: int) -> int:
+    """Where the request's prefix starts in a long file: at a line boundary, moved only in steps of
+    a quarter window. A start that slid with every keystroke would change the prompt's first tokens
+    each time and defeat the engine's prefix reuse (the whole window decoded again per request)."""
+    if len(prefix) <= max_chars:
+        return 0
+    step = max(max_chars // 4, 1)
+    start = -(-(len(prefix) - max_chars) // step) * step  # round up: the window stays <= max_chars
+    nl = prefix.find("\n", start)
+    return nl + 1 if 0 <= nl < len(prefix) - 1 else start
+
+
 class Completer:
     def __init__(
         self,
@@ -69,7 +81,7 @@ class Completer:
     def build_request(self, prefix: str, suffix: str, path: str | None) -> CompletionRequest:
         o = self.options
         return CompletionRequest(
-            prefix=prefix[-PREFIX_CHARS:],
+            prefix=prefix[stable_window_start(prefix, PREFIX_CHARS):],
             suffix=suffix[:SUFFIX_CHARS],
             path=path,
             context_files=self.context_files(path) if self.context_files else (),
