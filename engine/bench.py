@@ -360,19 +360,23 @@ class CostMeter:
         self._td: list[float] = []
 
     def sample(self, rounds: int = 1) -> None:
+        """Time `rounds` decodes of every size. Each size is decoded once untimed first: llama.cpp
+        rebuilds its compute graph when the batch shape changes, and a steady loop (plain decoding
+        above all) reuses it, so a cold shape would overstate every cost."""
         t = self.target
         ctx = self.context
         n = len(ctx)
         t.clear()
         t.decode_prompt(ctx, 0)
         filler = ctx[-1]
-        for _ in range(rounds):
-            for k in self.sizes:
-                batch = (ctx * (k // max(n, 1) + 1))[:k] if k > 1 else [filler]
+        for k in self.sizes:
+            batch = (ctx * (k // max(n, 1) + 1))[:k] if k > 1 else [filler]
+            for i in range(rounds + 1):
                 t0 = time.perf_counter()
                 t.decode(batch, n, logits_from=0)
                 t.logits_rows(k).argmax(axis=1)
-                self._tv[k].append(time.perf_counter() - t0)
+                if i:
+                    self._tv[k].append(time.perf_counter() - t0)
                 t.trim(n)
         t.clear()
         d = self.draft
@@ -381,11 +385,12 @@ class CostMeter:
             d.clear()
             d.decode_prompt(dctx, 0)
             m = len(dctx)
-            for _ in range(rounds * 4):
+            for i in range(rounds * 4 + 1):
                 t0 = time.perf_counter()
                 d.decode([filler], m)
                 d.logits().argmax()
-                self._td.append(time.perf_counter() - t0)
+                if i:
+                    self._td.append(time.perf_counter() - t0)
                 d.trim(m)
             d.clear()
 
