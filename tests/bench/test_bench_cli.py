@@ -33,6 +33,8 @@ def test_json_report_with_sweep(bench):
         assert task["plain"]["drafted"] == 0  # plain really is plain
         assert _is_number(task["speedup"])
         assert task["outputs_match"] in (True, False)
+        if task["outputs_match"] is False:  # where, and whether plain decoding was at a near-tie
+            assert isinstance(task["first_divergence"], int) and task["divergence_gap"] is not None
     assert [e["draft_length"] for e in data["sweep"]] == [1, 2]
     for entry in data["sweep"]:
         assert COMPARISON_KEYS <= set(entry)
@@ -41,6 +43,7 @@ def test_json_report_with_sweep(bench):
         # a fixed length never drafts more than asked
         assert len(entry["speculative"]["drafted_by_position"]) <= entry["draft_length"]
     assert SUMMARY_KEYS <= set(data["summary"])
+    assert isinstance(data["summary"]["divergences_at_near_ties_only"], bool)
     assert _is_number(data["summary"]["speedup"])
     assert data["summary"]["speedup_min"] <= data["summary"]["speedup"]
     costs = data["costs"]

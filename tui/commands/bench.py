@@ -163,7 +163,7 @@ def write_table(data: dict, out: TextIO) -> None:
         parts = ", ".join(f"t_v({k}) {tv[k]:.2f} ms = {c['t_v_over_t1'][k]:.1f} t1" for k in ks)
         out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms, {parts}\n")
     out.write("\n")
-    head = (f"{'task':<26} {'kind':<12} {'tok':>5} {'plain t/s':>9} {'spec t/s':>9} {'speedup':>7} "
+    head = (f"{'task':<26} {'kind':<12} {'tok':>5} {'plain t/s':>9} {'spec t/s':>9} {'speedup':>7} {'median':>6} "
             f"{'predict':>7} {'eff':>5} {'accept':>6} {'tok/pass':>8} {'match':>5}\n")
     out.write(head)
     out.write("-" * (len(head) - 1) + "\n")
@@ -173,7 +173,7 @@ def write_table(data: dict, out: TextIO) -> None:
     out.write("-" * (len(head) - 1) + "\n")
     out.write(f"summary: speedup {_f(sm['speedup'], '.2f')}x (geometric mean; min {_f(sm['speedup_min'], '.2f')}x), "
               f"acceptance {_f(sm['acceptance'], '.0%')}, efficiency {_f(sm['efficiency'], '.2f')}, "
-              f"outputs {'matched' if sm['outputs_match'] else 'DIFFERED'}\n")
+              f"outputs {_outputs(sm)}\n")
     if data["sweep"]:
         out.write("\nfixed draft lengths (adaptive off):\n")
         out.write(head.replace("task                      ", "draft length              "))
@@ -187,14 +187,25 @@ def write_table(data: dict, out: TextIO) -> None:
     out.flush()
 
 
+def _outputs(sm: dict) -> str:
+    if sm["outputs_match"]:
+        return "matched"
+    if sm.get("divergences_at_near_ties_only"):
+        return "differed only at near-ties ('tie': top-2 logit gap <= 1.0 in plain decoding)"
+    return "DIFFERED"
+
+
 def _row(name: str, kind: str, e: dict) -> str:
     p, sp = e["plain"], e["speculative"]
     match = e["outputs_match"]
+    gap = e.get("divergence_gap")
+    shown = "-" if match is None else ("yes" if match else ("tie" if gap is not None and gap <= 1.0 else "NO"))
     return (f"{name:<26} {kind:<12} {sp['tokens']:>5} {_f(p['tokens_per_second'], '9.1f'):>9} "
             f"{_f(sp['tokens_per_second'], '9.1f'):>9} {_f(e['speedup'], '6.2f') + 'x':>7} "
+            f"{_f(e.get('median_pair_speedup'), '5.2f') + 'x':>6} "
             f"{_f(e['predicted_speedup'], '6.2f') + 'x':>7} {_f(e['efficiency'], '5.2f'):>5} "
             f"{_f(sp['acceptance'], '6.0%'):>6} {_f(sp['tokens_per_pass'], '8.2f'):>8} "
-            f"{'-' if match is None else ('yes' if match else 'NO'):>5}\n")
+            f"{shown:>5}\n")
 
 
 def write_chart(data: dict, out: TextIO, width: int = 40) -> None:
