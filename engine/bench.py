@@ -2,8 +2,9 @@
 
 What `specterm bench` measures, and why it is built this way:
 
-- Plain and speculative runs alternate (A B A B ...) on one loaded engine with identical settings,
-  so load on a shared machine and thermal drift hit both sides alike. Plain decoding is the same
+- Plain and speculative runs alternate on one loaded engine with identical settings, so load on a
+  shared machine and drift hit both sides alike; the order flips every repeat (A B, B A, ...) so
+  neither side always runs first. Plain decoding is the same
   loop with drafting forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
 - Before the measured runs of a task, one unmeasured plain run puts the prompt in the KV caches:
   every measured run then starts from the same cache state (prefix reuse re-decodes only the last
@@ -695,9 +696,15 @@ class Bench:
             for r in range(self.repeat):
                 for m in modes:
                     label = "adaptive" if m is None else f"draft {m}"
-                    plain = self._run(task, 0)
+                    # A B, then B A on the next repeat: whatever favours the first (or the
+                    # second) run of a pair cancels out over an even number of repeats.
+                    if r % 2 == 0:
+                        plain = self._run(task, 0)
+                        spec = self._run(task, m)
+                    else:
+                        spec = self._run(task, m)
+                        plain = self._run(task, 0)
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
-                    spec = self._run(task, m)
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
             self._sample_costs(1)  # interleaved with the runs: the costs see the same load
