@@ -497,6 +497,22 @@ class Comparison:
         rest = stats.generation_time_s - stats.verify_time_s - stats.draft_time_s
         return rest / passes * 1e3
 
+    def cost_breakdown(self, costs: Costs | None) -> dict | None:
+        """Where the speculative time went, measured in the loop vs predicted from the costs:
+        target passes (verification) per pass, and drafting per drafted token."""
+        s = self.speculative
+        hist = draft_length_histogram(s)
+        passes = sum(hist.values())
+        if costs is None or passes <= 0:
+            return None
+        predicted = sum(n * costs.verify(g + 1) for g, n in hist.items()) / passes
+        return {
+            "verify_ms_per_pass": _r(s.verify_time_s / passes * 1e3),
+            "verify_ms_per_pass_predicted": _r(predicted * 1e3),
+            "draft_ms_per_drafted_token": _r(s.draft_time_s / s.drafted * 1e3) if s.drafted else None,
+            "t_d_ms": _r(costs.t_d * 1e3),
+        }
+
     def to_dict(self, costs: Costs | None) -> dict:
         pred = g_mean = a = None
         if costs is not None:
@@ -520,6 +536,7 @@ class Comparison:
             "pair_speedups": [_r(x) for x in spread],
             # robust to a single disturbed pair on a shared machine; `speedup` pools the runs
             "median_pair_speedup": _r(statistics.median(spread) if spread else None),
+            "cost_breakdown": self.cost_breakdown(costs),
             "overhead_ms_per_pass": {
                 "plain": _r(self.overhead_ms_per_pass(self.plain)),
                 "speculative": _r(self.overhead_ms_per_pass(self.speculative)),
