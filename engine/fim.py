@@ -12,9 +12,10 @@ completion's max_tokens and a small margin. The suffix gets at most a quarter of
 *start*; the prefix gets the rest, keeping its *end*; other files get only what is left, nearest
 first, each trimmed from its end. So a huge file still completes with full local context.
 
-Token healing: the prefix's last token is removed from the prompt and the first generated token is
-constrained to start with its bytes (which are not emitted again). A prefix ending in four spaces
-therefore continues with `return`, not ` return` after a fifth space.
+Token healing: the prefix's last token is removed from the prompt and the first generated tokens are
+constrained to re-create its bytes (which are not emitted again). When the cursor sits at the end of
+a line's indentation, the text after those bytes may not start with more blanks: the user's
+indentation wins, so four spaces continue with `return`, not ` return` or another indent level.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class FimPrompt:
     heal: bytes  # the removed last prefix token's bytes
     stop_tokens: frozenset[int]
     fim: bool  # True when the model's FIM tokens were used
+    keep_indent: bool = False  # cursor at the end of the line's indentation: add no more blanks
+
+
+def cursor_in_indentation(prefix: str) -> bool:
+    line = prefix.rsplit("\n", 1)[-1]
+    return bool(line) and not line.strip()
 
 
 def _cut_start(tokens: list[int], n: int) -> list[int]:
@@ -50,7 +57,7 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> F
     fim = model.fim
     if fim is None:
         tokens = bos + _cut_start(prefix, budget - len(bos))
-        return FimPrompt(tokens, heal, frozenset(), False)
+        return FimPrompt(tokens, heal, frozenset(), False, cursor_in_indentation(req.prefix))
 
     suffix = model.tokenize(req.suffix)[: budget // 4]
     room = budget - len(bos) - 3 - len(suffix)
@@ -73,7 +80,7 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> F
         if len(parts) + len(own) <= room:
             head = parts + own
     tokens = bos + head + [fim.pre] + prefix + [fim.suf] + suffix + [fim.mid]
-    return FimPrompt(tokens, heal, frozenset(stops), True)
+    return FimPrompt(tokens, heal, frozenset(stops), True, cursor_in_indentation(req.prefix))
 
 
 def line_indent(line: str) -> int:

@@ -307,12 +307,13 @@ class LocalEngine:
         max_tokens = request.max_tokens
         stop = tuple(request.stop)
         heal = b""
+        keep_indent = False
         stop_tokens: frozenset[int] = frozenset()
         check_text = None
         deadline = None
         if isinstance(request, CompletionRequest):
             fp = build_fim_prompt(target, request, max_tokens)
-            tokens, heal, stop_tokens = fp.tokens, fp.heal, fp.stop_tokens
+            tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
             if request.time_budget_s:
                 deadline = time.perf_counter() + request.time_budget_s
@@ -346,7 +347,7 @@ class LocalEngine:
 
         job = GenerationJob(
             prompt=tokens, max_tokens=max_tokens, sampling=sampling, stop=stop,
-            stop_tokens=stop_tokens, heal=heal, check_text=check_text, should_stop=should_stop,
+            stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
         )
         result = self.decoder.generate(job)

@@ -41,14 +41,25 @@ class HealIndex:
             if p:
                 self._by_piece.setdefault(p, []).append(tid)
         self._n = len(pieces)
+        self._pieces = pieces
+        self._starts_blank = np.fromiter((p[:1] in (b" ", b"\t") for p in pieces), dtype=bool,
+                                         count=len(pieces))
 
-    def mask(self, heal: bytes) -> np.ndarray:
+    def mask(self, heal: bytes, *, no_blank_after: bool = False) -> np.ndarray:
+        """Tokens allowed while `heal` remains. With `no_blank_after`, the text after the healed
+        bytes may not start with a space or tab (with an empty `heal`: the next token may not)."""
+        if not heal:
+            return ~self._starts_blank if no_blank_after else np.ones(self._n, dtype=bool)
         m = np.zeros(self._n, dtype=bool)
         lo = bisect.bisect_left(self._sorted, heal)
         upper = heal.rstrip(b"\xff")
         hi = (bisect.bisect_left(self._sorted, upper[:-1] + bytes([upper[-1] + 1]))
               if upper else len(self._sorted))
-        m[self._ids[lo:hi]] = True
+        ids = self._ids[lo:hi]
+        if no_blank_after:
+            n = len(heal)
+            ids = [t for t in ids.tolist() if self._pieces[t][n : n + 1] not in (b" ", b"\t")]
+        m[ids] = True
         for i in range(1, len(heal)):
             ids = self._by_piece.get(heal[:i])
             if ids:
@@ -111,6 +122,9 @@ class GenerationJob:
     stop: tuple[str, ...] = ()
     stop_tokens: frozenset[int] = frozenset()  # besides the target's end-of-generation tokens
     heal: bytes = b""  # the first token must start with these bytes; they are not emitted
+    # The cursor sits at the end of the line's indentation: the text after the healed bytes may not
+    # start with more blanks (the user's indentation wins; no " return" after four spaces).
+    keep_indent: bool = False
     # Called with the text emitted so far; returns a finish reason to stop early, else None.
     check_text: Callable[[str], str | None] | None = None
     # Called once per pass; returns a finish reason ("cancelled", "time", ...) to stop, else None.
@@ -174,10 +188,10 @@ class SpeculativeDecoder:
             return int(np.where(mask, logits, -np.inf).argmax())
         return sample(distribution(logits, sampling, mask), rng)
 
-    def _heal_mask(self, heal: bytes) -> np.ndarray:
+    def _heal_mask(self, heal: bytes, no_blank_after: bool = False) -> np.ndarray:
         if self._heal_index is None:
             self._heal_index = HealIndex(self.target.pieces())
-        return self._heal_index.mask(heal)
+        return self._heal_index.mask(heal, no_blank_after=no_blank_after)
 
     # -- the loop --------------------------------------------------------------------------------
     def generate(self, job: GenerationJob) -> GenerationResult:
@@ -211,7 +225,7 @@ class SpeculativeDecoder:
 
         def emit(tokens: list[int]) -> str | None:
             """Emit tokens in order; return a finish reason when one of them ends generation."""
-            nonlocal heal_left
+            nonlocal heal_left, guard
             for tok in tokens:
                 if target.is_eog(tok) or tok in job.stop_tokens:
                     return "eos"
@@ -219,6 +233,8 @@ class SpeculativeDecoder:
                 if heal_left:  # this token re-creates (part of) the healed text: emit only the rest
                     cut = min(len(data), len(heal_left))
                     data, heal_left = data[cut:], heal_left[cut:]
+                if data:
+                    guard = False  # text beyond the healed bytes exists: constraints are over
                 emitted.append(tok)
                 stats.tokens += 1
                 text = stream.feed(data)
@@ -235,9 +251,10 @@ class SpeculativeDecoder:
             return None
 
         heal_left = job.heal
+        guard = job.keep_indent  # until the first byte past the healed text is emitted
         # The prompt pass yields the first token. While healed text remains, each token must agree
         # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
-        mask = self._heal_mask(heal_left) if heal_left else None
+        mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
         first = self._choose(target.logits(), job.sampling, rng, mask)
         stats.target_passes = 1
         stats.generation_time_s = time.perf_counter() - t_start
@@ -265,7 +282,7 @@ class SpeculativeDecoder:
             if target.n_ctx - n_past < 1:
                 why = "length"
                 break
-            k = 0 if heal_left else min(controller.next_length(), max(room, 0))
+            k = 0 if (heal_left or guard) else min(controller.next_length(), max(room, 0))
             draft = Draft()
             if k > 0:
                 draft = self.drafter.draft(history, k, job.sampling, draft_rng)
@@ -279,8 +296,9 @@ class SpeculativeDecoder:
             t0 = time.perf_counter()
             target.decode(batch, n_past, logits_from=0)
             rows = target.logits_rows(len(batch))
-            if heal_left:
-                verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, self._heal_mask(heal_left)))
+            if heal_left or guard:
+                mask = self._heal_mask(heal_left, guard)
+                verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, mask))
             elif greedy:
                 verdict: Verdict = verify_greedy(rows, draft.tokens)
             else:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.fim import build_fim_prompt, finish_completion
 from specterm.engine.llama import Model
+from specterm.engine.speculative import HealIndex
 
 
 def test_fim_prompt_uses_the_models_own_tokens_and_keeps_text_nearest_the_cursor(models):
@@ -50,12 +53,27 @@ def test_context_files_go_before_the_cursor_file_when_the_model_has_separators(m
         m.close()
 
 
-def test_prefix_ending_in_spaces_does_not_double_the_indentation(models, engine_factory):
-    """Without healing a prefix of four spaces tends to continue with ' return' (five spaces)."""
+@pytest.mark.parametrize("prefix", [
+    "def square(x):\n    \"\"\"Return x squared.\"\"\"\n    ",
+    "def add(a, b):\n    ",  # the demo model wants a second indent level here without the guard
+])
+def test_prefix_ending_in_spaces_does_not_double_the_indentation(models, engine_factory, prefix):
+    """Without healing a prefix of four spaces continues with ' return' (five spaces)."""
     eng = engine_factory(models.demo, "none")
-    prefix = "def square(x):\n    \"\"\"Return x squared.\"\"\"\n    "
-    text, _, _ = eng.run_request(CompletionRequest(prefix=prefix, max_tokens=12, multiline=False))
-    assert text and not text.startswith(" "), repr(text)
+    text, _, _ = eng.run_request(CompletionRequest(prefix=prefix, suffix="\n", max_tokens=12,
+                                                   multiline=False))
+    assert text.strip() and not text[0].isspace(), repr(text)
+
+
+def test_heal_index_allows_exactly_the_tokens_that_agree_with_the_healed_text():
+    pieces = [b"", b"\n", b"\n   ", b"\n    ", b"\n     ", b"\n    x", b" return", b"return", b"  y"]
+    idx = HealIndex(pieces)
+    allowed = lambda m: {pieces[i] for i in np.flatnonzero(m)}  # noqa: E731
+    assert allowed(idx.mask(b"\n    ")) == {b"\n", b"\n   ", b"\n    ", b"\n     ", b"\n    x"}
+    assert allowed(idx.mask(b"\n    ", no_blank_after=True)) == {b"\n", b"\n   ", b"\n    ", b"\n    x"}
+    assert allowed(idx.mask(b" ", no_blank_after=True)) == {b" return"}
+    assert b" return" not in allowed(idx.mask(b"", no_blank_after=True))
+    assert b"return" in allowed(idx.mask(b"", no_blank_after=True))
 
 
 def test_models_without_fim_tokens_fall_back_to_prefix_completion(models):
