@@ -679,6 +679,23 @@ class Bench:
         if hasattr(drafter, "cached"):
             drafter.cached = []
 
+    def _rewind_drafter(self, n_prompt: int) -> None:
+        """Make a draft model hold exactly the prompt when a measured run starts, as llama.cpp's
+        speculative example feeds it the prompt before its timer starts. Without this a run would
+        find the previous run's tokens in the draft's cache and skip catching up on its own
+        output; with it, every run pays what a new request pays for the draft's lag behind the
+        text generated while drafting was off."""
+        drafter = self.engine.decoder.drafter
+        model = getattr(drafter, "model", None)
+        cached = getattr(drafter, "cached", None)
+        if model is None or cached is None or len(cached) <= n_prompt:
+            return
+        if model.trim(n_prompt):
+            drafter.cached = cached[:n_prompt]
+        else:
+            model.clear()
+            drafter.cached = []
+
     def _sample_costs(self, rounds: int = 1) -> None:
         if not self.measure_costs:
             return
@@ -704,11 +721,14 @@ class Bench:
         load_before = machine_info()["load_average"]
         for task in tasks:
             # Warm-up (unmeasured): the prompt enters the target's and the draft's KV caches, so
-            # every measured run starts from the same state and no run pays for a prefill.
+            # every measured run starts from the same state and no run pays for a prefill. The
+            # speculative warm-up drafts at every pass (fixed length 1) so a draft model really
+            # sees the prompt even when the adaptive controller has drafting off.
             gaps = self._plain_gaps(task)
             self._step(f"{task.name}: warm-up")
-            self._run(task, None)
+            warm = self._run(task, 1)
             self._step(f"{task.name}: warm-up")
+            n_prompt = warm.stats.prompt_tokens
             comps = {m: Comparison(task.name, greedy=greedy, plain_gaps=gaps) for m in modes}
             for r in range(self.repeat):
                 for m in modes:
@@ -717,8 +737,10 @@ class Bench:
                     # second) run of a pair cancels out over an even number of repeats.
                     if r % 2 == 0:
                         plain = self._run(task, 0)
+                        self._rewind_drafter(n_prompt)
                         spec = self._run(task, m)
                     else:
+                        self._rewind_drafter(n_prompt)
                         spec = self._run(task, m)
                         plain = self._run(task, 0)
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
