@@ -187,6 +187,10 @@ def write_table(data: dict, out: TextIO) -> None:
     out.flush()
 
 
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
 def _outputs(sm: dict) -> str:
     if sm["outputs_match"]:
         return "matched"
@@ -201,9 +205,9 @@ def _row(name: str, kind: str, e: dict) -> str:
     gap = e.get("divergence_gap")
     shown = "-" if match is None else ("yes" if match else ("tie" if gap is not None and gap <= 1.0 else "NO"))
     return (f"{name:<26} {kind:<12} {sp['tokens']:>5} {_f(p['tokens_per_second'], '9.1f'):>9} "
-            f"{_f(sp['tokens_per_second'], '9.1f'):>9} {_f(e['speedup'], '6.2f') + 'x':>7} "
-            f"{_f(e.get('median_pair_speedup'), '5.2f') + 'x':>6} "
-            f"{_f(e['predicted_speedup'], '6.2f') + 'x':>7} {_f(e['efficiency'], '5.2f'):>5} "
+            f"{_f(sp['tokens_per_second'], '9.1f'):>9} {_x(e['speedup']):>7} "
+            f"{_x(e.get('median_pair_speedup')):>6} "
+            f"{_x(e['predicted_speedup']):>7} {_f(e['efficiency'], '5.2f'):>5} "
             f"{_f(sp['acceptance'], '6.0%'):>6} {_f(sp['tokens_per_pass'], '8.2f'):>8} "
             f"{shown:>5}\n")
 
