@@ -275,25 +275,37 @@ class Model:
     def file_size(self) -> int:
         return os.path.getsize(self.path)
 
+    def _hparam(self, key: str, fn) -> int:
+        """A hyper-parameter. A vocab-only load has no layers, and llama.cpp aborts the process
+        (GGML_ASSERT) when asked for per-layer values then: read the GGUF metadata instead."""
+        if self.vocab_only:
+            value = self.meta(f"{self.arch}.{key}")
+            try:
+                return int(value) if value is not None else 0
+            except ValueError:
+                return 0
+        return int(fn(self._model))
+
     @property
     def n_layer(self) -> int:
-        return int(lc.llama_model_n_layer(self._model))
+        return self._hparam("block_count", lc.llama_model_n_layer)
 
     @property
     def n_ctx_train(self) -> int:
-        return int(lc.llama_model_n_ctx_train(self._model))
+        return self._hparam("context_length", lc.llama_model_n_ctx_train)
 
     @property
     def n_embd(self) -> int:
-        return int(lc.llama_model_n_embd(self._model))
+        return self._hparam("embedding_length", lc.llama_model_n_embd)
 
     @property
     def n_head(self) -> int:
-        return int(lc.llama_model_n_head(self._model))
+        return self._hparam("attention.head_count", lc.llama_model_n_head)
 
     @property
     def n_head_kv(self) -> int:
-        return int(lc.llama_model_n_head_kv(self._model))
+        kv = self._hparam("attention.head_count_kv", lc.llama_model_n_head_kv)
+        return kv or self.n_head
 
     @property
     def gpu_layers(self) -> int:

@@ -85,3 +85,15 @@ def test_errors_are_engine_errors_with_a_hint(tmp_path):
         load(str(tmp_path / "missing.gguf"))
     except EngineError as exc:
         assert exc.hint and "\n" in str(exc)
+
+
+def test_vocab_only_models_answer_hyperparameters_without_aborting(models):
+    """llama.cpp asserts (killing the process) on per-layer queries of a vocab-only load."""
+    v = Model.load(ModelSettings(path=models.demo), vocab_only=True)
+    f = Model.load(ModelSettings(path=models.demo, ctx=256))
+    try:
+        for name in ("n_layer", "n_ctx_train", "n_embd", "n_head", "n_head_kv"):
+            assert getattr(v, name) == getattr(f, name) > 0
+    finally:
+        v.close()
+        f.close()
