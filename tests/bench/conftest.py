@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-SPECTERM = Path(sys.executable).parent / "specterm"
-# Tiny settings: one short task, one pair per mode, a short draft.
-TINY = ("--repeat", "1", "--max-tokens", "8", "--draft-max", "4", "--ctx", "1024")
+from bench_support import SPECTERM
 
 
 @dataclass

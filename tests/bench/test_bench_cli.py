@@ -10,7 +10,7 @@ from pathlib import Path
 
 from specterm.engine.stats import Stats
 
-from conftest import TINY
+from bench_support import TINY
 
 STATS_KEYS = set(Stats().to_dict())
 COMPARISON_KEYS = {"plain", "speculative", "speedup", "predicted_speedup", "efficiency", "outputs_match"}
