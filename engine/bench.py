@@ -417,8 +417,9 @@ class Run:
 
 def draft_length_histogram(stats: Stats) -> dict[int, int]:
     """Loop passes by the number of draft tokens they verified, from the per-position counts
-    (a pass that drafted j tokens counts in positions 0..j-1). The prompt pass is excluded."""
-    loop_passes = max(stats.target_passes - 1, 0)
+    (a pass that drafted j tokens counts in positions 0..j-1). Prompt passes (one per request
+    folded into `stats`) are excluded."""
+    loop_passes = max(stats.target_passes - max(stats.requests, 1), 0)
     dbp = stats.drafted_by_position
     hist: dict[int, int] = {}
     zero = loop_passes - (dbp[0] if dbp else 0)
@@ -440,10 +441,11 @@ def predicted_for(stats: Stats, costs: Costs) -> tuple[float | None, float | Non
     """
     hist = draft_length_histogram(stats)
     passes = sum(hist.values())
-    if passes <= 0 or stats.tokens <= 1:
+    first_tokens = max(stats.requests, 1)  # each request's first token comes from its prompt pass
+    if passes <= 0 or stats.tokens <= first_tokens:
         return None, None, None
     cost = sum(n * (g * costs.t_d + costs.verify(g + 1)) for g, n in hist.items()) / passes
-    e = (stats.tokens - 1) / passes  # the first token comes from the prompt pass
+    e = (stats.tokens - first_tokens) / passes
     g_mean = sum(g * n for g, n in hist.items()) / passes
     a = fit_acceptance(e, max(1, round(g_mean))) if g_mean > 0 else None
     return e * costs.t1 / cost, g_mean, a

@@ -71,6 +71,12 @@ def test_draft_length_histogram_recovers_the_lengths_used():
     assert draft_length_histogram(s) == {4: 2, 2: 1, 0: 2, 1: 1}
 
 
+def test_histogram_of_merged_runs_excludes_every_prompt_pass():
+    a, b = _stats([(2, 2), (0, 0)]), _stats([(2, 1)])
+    a.merge(b)
+    assert a.requests == 2 and draft_length_histogram(a) == {2: 2, 0: 1}
+
+
 def test_prediction_for_a_single_draft_length_is_the_formula():
     s = _stats([(4, 4), (4, 2), (4, 0), (4, 3)])
     costs = Costs(t1=0.01, t_d=0.001, t_v={1: 0.01, 5: 0.03})
