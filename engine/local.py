@@ -34,7 +34,6 @@ from .requests import (
     EngineInfo,
     Event,
     Finished,
-    GenerateRequest,
     Request,
     StatsUpdate,
     TextDelta,

@@ -195,7 +195,6 @@ class SpeculativeDecoder:
 
     # -- the loop --------------------------------------------------------------------------------
     def generate(self, job: GenerationJob) -> GenerationResult:
-        target = self.target
         stats = Stats(draft_max=self.spec.draft_max, requests=1)
         rng = np.random.default_rng(job.sampling.seed)
         draft_rng = np.random.default_rng([job.sampling.seed, 1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from specterm.engine.errors import EngineError
@@ -43,6 +44,21 @@ class TtyProgress:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
             self._shown = False
+
+
+def read_user_text(path: Path, label: str, hint: str = "") -> str:
+    """A UTF-8 text file named on the command line, or a UsageError that says what is wrong.
+    `label` names it in messages (the path, or the flag and the path)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{label}: no such file.{hint}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{label}: is a folder, not a file.") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{label}: not UTF-8 text; specterm reads text files only.") from None
+    except OSError as err:
+        raise UsageError(f"{label}: cannot read it ({err.strerror}).") from None
 
 
 def isatty(stream: TextIO) -> bool:

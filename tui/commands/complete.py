@@ -16,7 +16,9 @@ from pathlib import Path
 from specterm.engine.requests import CompletionRequest
 
 from ..config import Settings
-from .common import UsageError, add_json_flag, result_json, run_async, run_one, write_text
+from .common import (
+    UsageError, add_json_flag, read_user_text, result_json, run_async, run_one, write_text,
+)
 
 NAME = "complete"
 
@@ -85,16 +87,8 @@ def split_at_cursor(text: str, line: int, col: int, name: str) -> tuple[str, str
 def read_buffer(loc: Location, from_stdin: bool) -> str:
     if from_stdin:
         return sys.stdin.read()
-    try:
-        return loc.file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{loc.file}: no such file. Give an existing file, or pipe the buffer with --stdin.") from None
-    except IsADirectoryError:
-        raise UsageError(f"{loc.file}: is a folder, not a file.") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{loc.file}: not UTF-8 text; specterm completes text files only.") from None
-    except OSError as err:
-        raise UsageError(f"{loc.file}: cannot read it ({err.strerror}).") from None
+    return read_user_text(loc.file, str(loc.file),
+                          " Give an existing file, or pipe the buffer with --stdin.")
 
 
 def build_request(settings: Settings, loc: Location, text: str) -> CompletionRequest:

@@ -17,6 +17,7 @@ from ..config import Settings
 from .common import (
     UsageError,
     isatty,
+    read_user_text,
     add_json_flag,
     result_json,
     run_async,
@@ -47,14 +48,7 @@ def read_prompt(args: argparse.Namespace) -> str:
     if args.prompt is not None:
         return args.prompt
     if args.prompt_file is not None:
-        try:
-            return args.prompt_file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"--prompt-file {args.prompt_file}: no such file.") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"--prompt-file {args.prompt_file}: not UTF-8 text.") from None
-        except OSError as err:
-            raise UsageError(f"--prompt-file {args.prompt_file}: cannot read it ({err.strerror}).") from None
+        return read_user_text(args.prompt_file, f"--prompt-file {args.prompt_file}")
     if isatty(sys.stdin):
         raise UsageError(
             "generate needs a prompt: give --prompt TEXT or --prompt-file FILE, or pipe it on stdin."
