@@ -84,6 +84,12 @@ class DraftController:
         self.length = min(4, spec.draft_max)  # start by measuring a short draft
         self.off = False  # True while drafting does not pay
 
+    def new_request(self) -> None:
+        """New text may draft differently: while off, probe early in every request (one short
+        probe costs well under one extra pass)."""
+        if self.off:
+            self._since_probe = max(self._since_probe, self._probe_every - 4)
+
     @property
     def acceptance(self) -> float:
         return self._succ / (self._succ + self._fail)

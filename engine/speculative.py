@@ -175,6 +175,9 @@ class SpeculativeDecoder:
         self.cached = self.cached[:keep]
         t0 = time.perf_counter()
         self.target.decode_prompt(prompt[keep:], keep)
+        # A draft model reads the prompt now too, so its first draft (or a later probe after
+        # drafting was off) does not have to catch up on a whole new prompt first.
+        self.drafter.prefill(prompt)
         stats.prompt_time_s = time.perf_counter() - t0
         self.cached = list(prompt)
         stats.prompt_tokens = len(prompt)
@@ -262,6 +265,7 @@ class SpeculativeDecoder:
         why = emit([first])
         greedy = is_greedy(job.sampling)
         controller = self.controller
+        controller.new_request()
         if job.fixed_draft is not None:
             controller = DraftController(
                 SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min)
@@ -312,7 +316,7 @@ class SpeculativeDecoder:
             history.extend(new)
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m)
-            controller.observe(len(draft.tokens), m, draft.time_s, t_verify)
+            controller.observe(len(draft.tokens), m, draft.time_s - draft.sync_s, t_verify)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

@@ -102,3 +102,13 @@ def test_stats_json_has_the_contract_fields(models, engine_factory):
         assert key in d
     assert d["acceptance"] is None  # nothing drafted: no made-up figure
     assert d["tokens_per_pass"] == pytest.approx(d["tokens"] / d["target_passes"])
+
+
+def test_draft_model_reads_the_prompt_with_the_target(models, engine_factory):
+    """So a probe after drafting was off never has to catch up on a whole new prompt."""
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=0, adaptive=False)
+    drafter = eng.decoder.drafter
+    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
+    assert stats.drafted == 0
+    assert drafter.decoded_tokens == stats.prompt_tokens
+    assert drafter.cached == eng.target.tokenize(PROMPT, add_special=True)
