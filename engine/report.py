@@ -18,8 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .errors import EngineError, PairingError
-from .memory import hparam as _hparam
-from .memory import kv_cache_bytes, system_ram
+from .memory import model_kv_cache_bytes, system_ram
 from .settings import DEMO_TARGET, EngineSettings, ModelSettings
 
 
@@ -185,22 +184,10 @@ def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model 
 
 
 def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
-    n_layer = _hparam(model, "block_count")
-    n_ctx_train = _hparam(model, "context_length")
-    n_embd = _hparam(model, "embedding_length")
-    n_head = _hparam(model, "attention.head_count")
-    n_head_kv = _hparam(model, "attention.head_count_kv") or n_head
-    head_dim = n_embd // n_head if n_head else 0
-    key_length = _hparam(model, "attention.key_length") or head_dim
-    value_length = _hparam(model, "attention.value_length") or head_dim
+    n_layer = model.n_layer
+    n_ctx_train = model.n_ctx_train
     ctx = settings.ctx if settings.ctx > 0 else n_ctx_train
-    total_layers = n_layer + 1
-    if not gpu:
-        offloaded = 0
-    elif settings.gpu_layers < 0:
-        offloaded = total_layers
-    else:
-        offloaded = min(settings.gpu_layers, total_layers)
+    offloaded = model.gpu_layers if gpu else 0
     return ModelReport(
         role=role,
         path=model.path,
@@ -217,10 +204,7 @@ def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelRepo
         chat_template=bool(model.chat_template),
         gpu_layers_requested=settings.gpu_layers,
         gpu_layers_offloaded=offloaded,
-        kv_cache_bytes=kv_cache_bytes(
-            n_layer=n_layer, ctx=ctx, n_head_kv=n_head_kv, key_length=key_length,
-            value_length=value_length, kv_type=settings.kv_type,
-        ),
+        kv_cache_bytes=model_kv_cache_bytes(model, ctx, settings.kv_type),
     )
 
 
