@@ -318,22 +318,16 @@ class LocalEngine:
                 deadline = time.perf_counter() + request.time_budget_s
         elif isinstance(request, ChatRequest):
             text = target.apply_chat_template([(m.role, m.content) for m in request.messages])
-            bos_piece = target.piece(target.bos) if target.bos >= 0 else b""
-            add_special = target.add_bos and not (bos_piece and text.encode().startswith(bos_piece))
+            # Templates that write the BOS text themselves (Llama 3) must not get a second BOS.
+            bos_text = target.token_text(target.bos) if target.bos >= 0 else ""
+            add_special = target.add_bos and not (bos_text and text.startswith(bos_text))
             tokens = target.tokenize(text, add_special=add_special, parse_special=True)
         else:
             tokens = target.tokenize(request.prompt, add_special=request.add_bos)
         if not tokens:
             tokens = [target.bos] if target.bos >= 0 else target.tokenize("\n")
-        if len(tokens) + 1 >= target.n_ctx:
-            from .errors import ContextOverflowError
-
-            raise ContextOverflowError(
-                f"The prompt is {len(tokens)} tokens but the context of {target.name} holds "
-                f"{target.n_ctx}.",
-                hint="Raise [model] ctx (--ctx) or shorten the prompt.",
-            )
-        max_tokens = min(max_tokens, target.n_ctx - len(tokens) - 1)
+        # (a prompt that does not fit the context is refused by the decoder's prefill)
+        max_tokens = max(min(max_tokens, target.n_ctx - len(tokens) - 1), 0)
 
         def should_stop() -> str | None:
             if cancelled:
