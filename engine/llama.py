@@ -354,9 +354,6 @@ class Model:
     def is_eog(self, token: int) -> bool:
         return bool(lc.llama_vocab_is_eog(self._vocab, token))
 
-    def is_control(self, token: int) -> bool:
-        return bool(lc.llama_vocab_is_control(self._vocab, token))
-
     def token_text(self, token: int) -> str:
         """The vocabulary's own text for a token id (used by the pairing check)."""
         t = lc.llama_vocab_get_text(self._vocab, token)
@@ -380,12 +377,12 @@ class Model:
             return pieces[token]
         return self._piece_uncached(token)
 
-    def _piece_uncached(self, token: int, special: bool = False) -> bytes:
+    def _piece_uncached(self, token: int) -> bytes:
         buf = ctypes.create_string_buffer(64)
-        n = lc.llama_token_to_piece(self._vocab, token, buf, 64, 0, special)
+        n = lc.llama_token_to_piece(self._vocab, token, buf, 64, 0, False)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
-            n = lc.llama_token_to_piece(self._vocab, token, buf, -n, 0, special)
+            n = lc.llama_token_to_piece(self._vocab, token, buf, -n, 0, False)
         return buf.raw[:n]
 
     def pieces(self) -> list[bytes]:

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .controller import DraftController
-from .drafters import Draft, Drafter, NoDrafter, common_prefix
+from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .llama import Model
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
@@ -323,7 +323,3 @@ class SpeculativeDecoder:
                 job.on_stats(stats)
         return why
 
-
-def plain_decoder(target: Model) -> SpeculativeDecoder:
-    """Plain decoding through the same loop (no drafter)."""
-    return SpeculativeDecoder(target, NoDrafter(), SpeculativeSettings(draft_max=0, adaptive=False))
