@@ -87,6 +87,12 @@ def line_indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
+def following_lines(suffix: str, n: int) -> list[str]:
+    """The first `n` non-blank lines after the cursor's line: what a model that "completes" by
+    re-emitting the code that follows would write next."""
+    return [ln for ln in suffix.split("\n")[1:] if ln.strip()][:n]
+
+
 class InlineStops:
     """Stop rules for editor completions: end of line (single-line mode), a line cap, the end of
     the block the cursor is in (a line indented less than the cursor line), and text that starts
@@ -98,8 +104,7 @@ class InlineStops:
         cur = req.prefix.rsplit("\n", 1)[-1]
         self.cursor_line = cur
         self.block_indent = line_indent(cur) if cur.strip() else len(cur)
-        following = req.suffix.split("\n")
-        self.next_lines = [ln for ln in following[1:] if ln.strip()][:3]
+        self.next_lines = following_lines(req.suffix, 3)
 
     def __call__(self, text: str) -> str | None:
         if "\n" not in text:
@@ -119,8 +124,69 @@ class InlineStops:
         return None
 
 
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _unmatched_closers(text: str) -> int:
+    """How many closing brackets in `text` close something opened before it (outside `text`)."""
+    stack: list[str] = []
+    unmatched = 0
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _OPENERS:
+            if stack and stack[-1] == _OPENERS[ch]:
+                stack.pop()
+            else:
+                unmatched += 1
+    return unmatched
+
+
+def _repeated_tail_start(lines: list[str], suffix: str) -> int | None:
+    """The index of the first of `lines` in the longest tail (never the first line) that equals,
+    indentation and blank lines aside, the lines following the cursor's line; None if no tail
+    does."""
+    ahead = [ln.strip() for ln in following_lines(suffix, len(lines))]
+    for start in range(1, len(lines)):
+        tail = [ln.strip() for ln in lines[start:] if ln.strip()]
+        if tail and lines[start].strip() and tail == ahead[: len(tail)]:
+            return start
+    return None
+
+
+def drop_suffix_repeat(text: str, suffix: str) -> str:
+    """`text` (a suggestion at the cursor, finished or still streaming) without what merely repeats
+    `suffix` (the document after the cursor); "" when nothing new is left.
+
+    Models often "complete" by re-emitting code that is already there. The one place these rules
+    live, for the engine's final completion text and the editor's live ghost text alike:
+
+    - trailing lines equal to the lines after the cursor's line are cut (compared without
+      indentation, blank lines skipped; the longest such tail; the first line always stays);
+    - a one-line suggestion that ends with the rest of the cursor line loses that ending
+      (`f(` + `a, b)` before `)`), unless its own brackets need it (`f(` + `g(1)` keeps its `)`);
+    - a suggestion the text after the cursor already starts with (leading blanks aside) is "".
+    """
+    lines = text.split("\n")
+    start = _repeated_tail_start(lines, suffix)
+    if start is not None:
+        lines = lines[:start]
+        while len(lines) > 1 and not lines[-1].strip():
+            lines.pop()
+        text = "\n".join(lines).rstrip(" \t")
+    rest = suffix.split("\n", 1)[0].strip()
+    if rest and "\n" not in text and text.endswith(rest):
+        closers = sum(ch in _OPENERS for ch in rest)
+        if _unmatched_closers(text) >= closers:
+            text = text[: len(text) - len(rest)]
+    if text.strip() and suffix.lstrip().startswith(text.strip()):
+        return ""
+    return text
+
+
 def finish_completion(text: str, req: CompletionRequest) -> str:
-    """Cut a finished completion to what is worth showing inline."""
+    """Cut a finished completion to what is worth showing inline: the line mode, the line cap and
+    the cursor's block, then `drop_suffix_repeat`."""
     stops = InlineStops(req)
     lines = text.split("\n")
     if not stops.multiline:
@@ -134,17 +200,7 @@ def finish_completion(text: str, req: CompletionRequest) -> str:
         if ln.strip() and line_indent(ln) < stops.block_indent:
             break
         keep.append(ln)
-    # Drop trailing lines that repeat the lines after the cursor.
-    nxt = stops.next_lines
-    while len(keep) > 1 and nxt and keep[-1].strip() and keep[-1].strip() == nxt[0].strip():
-        keep.pop()
     while len(keep) > 1 and not keep[-1].strip():
         keep.pop()
-    out = "\n".join(keep)
-    # Drop a tail that repeats what follows the cursor on its own line (e.g. closing brackets).
-    rest = req.suffix.split("\n", 1)[0]
-    if rest.strip() and out.endswith(rest.strip()) and "\n" not in out:
-        out = out[: len(out) - len(rest.strip())]
-    if out.strip() and req.suffix.lstrip().startswith(out.strip()):
-        return ""  # the whole suggestion is what is already there
+    out = drop_suffix_repeat("\n".join(keep), req.suffix)
     return out.rstrip() if "\n" in out else out

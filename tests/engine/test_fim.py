@@ -7,7 +7,7 @@ import pytest
 from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
-from specterm.engine.fim import build_fim_prompt, finish_completion
+from specterm.engine.fim import build_fim_prompt, drop_suffix_repeat, finish_completion
 from specterm.engine.llama import Model
 from specterm.engine.speculative import HealIndex
 
@@ -94,6 +94,49 @@ def test_finish_completion_drops_text_that_repeats_the_suffix():
     assert finish_completion("return y", CompletionRequest(prefix="    ", suffix="return y\n")) == ""
     # closing brackets already after the cursor are not repeated
     assert finish_completion("a, b)", CompletionRequest(prefix="f(", suffix=")\n")) == "a, b"
+
+
+def test_drop_suffix_repeat_cuts_trailing_lines_that_repeat_the_following_code():
+    suffix = "\n    if not items:\n        return 0\n\n    return total / len(items)\n"
+    text = (
+        "total = sum(items)\n"
+        "    if not items:\n"
+        "        return 0\n"
+        "\n"
+        "    return total / len(items)"
+    )
+    # the longest repeated tail goes, blank lines in either text do not break the match
+    assert drop_suffix_repeat(text, suffix) == "total = sum(items)"
+    # a repeat of only the first following line goes too; indentation does not matter
+    assert drop_suffix_repeat("n = 1\nif not items:", suffix) == "n = 1"
+    # lines that merely look like later code (not the code right after the cursor) stay
+    kept = "total = sum(items)\n    return total / len(items)"
+    assert drop_suffix_repeat(kept, suffix) == kept
+    # the first line is never cut by this rule: starting at a line end, it is the new text
+    assert drop_suffix_repeat("\n    if not items:", suffix) == ""  # (all of it is already there)
+    assert drop_suffix_repeat("x = 2\n", "\n") == "x = 2\n"
+
+
+def test_drop_suffix_repeat_on_closing_brackets_of_the_cursor_line():
+    assert drop_suffix_repeat("a, b)", ")\n") == "a, b"
+    assert drop_suffix_repeat("key]):", "]):\nnext()") == "key"
+    # brackets the suggestion opens itself are its own: the call keeps its parenthesis
+    assert drop_suffix_repeat("g(1)", ")\n") == "g(1)"
+    assert drop_suffix_repeat("g(1))", ")\n") == "g(1)"
+    # only a one-line suggestion: a multi-line one moves the cursor line's rest after its last line
+    assert drop_suffix_repeat("a,\n    b)", ")\n") == "a,\n    b)"
+    # nothing after the cursor on its line: nothing to compare
+    assert drop_suffix_repeat("x)", "\ny)") == "x)"
+
+
+def test_drop_suffix_repeat_empties_a_suggestion_that_is_already_there():
+    assert drop_suffix_repeat("return y", "return y\n") == ""
+    assert drop_suffix_repeat("ret", "return y\n") == ""  # a start of what is there adds nothing
+    assert drop_suffix_repeat("\n    return y", "\n    return y\n") == ""
+    assert drop_suffix_repeat(")", ")") == ""
+    assert drop_suffix_repeat("return x", "return y\n") == "return x"
+    assert drop_suffix_repeat("   ", "") == "   "  # blanks are the caller's business
+    assert drop_suffix_repeat("", "anything") == ""
 
 
 def test_finish_completion_stops_at_the_end_of_the_block_and_the_line_cap():

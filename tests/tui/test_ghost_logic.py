@@ -1,5 +1,7 @@
 """Ghost-text rules without a widget: what is shown, what a partial accept takes, the cache."""
 
+from specterm.engine import CompletionRequest
+from specterm.engine.fim import finish_completion
 from specterm.tui.widgets.ghost import CompletionCache, next_line, next_word, visible_ghost
 
 
@@ -21,7 +23,20 @@ def test_ghost_that_repeats_the_text_after_the_cursor_is_hidden():
     assert visible_ghost(")", ")", []) == ""
     assert visible_ghost("x)\n    y", "x)", ["    y"]) == ""
     assert visible_ghost("   ", "", []) == ""
-    assert visible_ghost("total)", ")", []) == "total)"
+    # the bracket already after the cursor is not drawn twice (the same rule as the final text)
+    assert visible_ghost("total)", ")", []) == "total"
+    assert visible_ghost("  ", ")", ["    y"]) == ""  # blanks alone: nothing to show
+
+
+def test_live_ghost_and_final_completion_trim_the_same_way():
+    """The editor's streaming ghost and the engine's finished completion share one repeat rule."""
+    prefix = "def area(w, h):\n    "
+    suffix = "\n    return result\n\nprint(area(2, 3))\n"
+    text = "result = w * h\n    return result"
+    line_after, *following = suffix.split("\n")
+    final = finish_completion(text, CompletionRequest(prefix=prefix, suffix=suffix))
+    assert final == "result = w * h"
+    assert visible_ghost(text, line_after, following) == final
 
 
 def test_trailing_lines_equal_to_the_following_code_are_trimmed():

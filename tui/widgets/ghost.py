@@ -10,6 +10,8 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from specterm.engine.fim import drop_suffix_repeat
+
 # How much text around the cursor goes into a request (and into the cache key). Bounded so a huge
 # file neither blows the context window nor makes hashing slow; the engine trims further if needed.
 PREFIX_CHARS = 6000
@@ -39,37 +41,18 @@ def next_line(ghost: str) -> str:
 
 
 def visible_ghost(ghost: str, line_after_cursor: str, following_lines: list[str]) -> str:
-    """The ghost text worth showing at the cursor, or "" when it only repeats what is already there.
+    """The ghost text worth showing at the cursor, or "" when there is nothing new to show.
 
     `line_after_cursor` is the rest of the cursor's line and `following_lines` the next few lines of
-    the document. A suggestion that the text after the cursor already starts with is hidden; trailing
-    suggested lines that equal the lines right after the cursor's line are trimmed (models often
-    "complete" by re-emitting the code that follows).
+    the document. What merely repeats them is dropped by the engine's own rule
+    (`drop_suffix_repeat`), so the live ghost and the final completion agree; on top of that a ghost
+    of blanks alone is not shown (Tab would indent anyway).
     """
-    if not ghost:
+    if not ghost.strip():
         return ""
     after = line_after_cursor + "".join("\n" + line for line in following_lines)
-    if after.startswith(ghost):
-        return ""
-    if not ghost.strip():
-        return ""  # only blanks: nothing worth showing (Tab would indent anyway)
-    lines = ghost.split("\n")
-    if len(lines) == 1:
-        if line_after_cursor.strip() and ghost.strip() == line_after_cursor.strip():
-            return ""
-        return ghost
-    # Trim trailing ghost lines that repeat the document's following lines.
-    keep = len(lines)
-    for n in range(len(lines) - 1, 0, -1):
-        tail = [line.strip() for line in lines[n:]]
-        ahead = [line.strip() for line in following_lines[: len(tail)]]
-        if tail == ahead and any(tail):
-            keep = n
-            break
-    trimmed = "\n".join(lines[:keep]).rstrip(" \t") if keep < len(lines) else ghost
-    if not trimmed.strip() or after.startswith(trimmed):
-        return ""
-    return trimmed
+    shown = drop_suffix_repeat(ghost, after)
+    return shown if shown.strip() else ""
 
 
 @dataclass(frozen=True)
