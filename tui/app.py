@@ -445,7 +445,7 @@ class SpectermApp(App[int]):
         open_file.deleted = False
         self._refresh_tab(open_file)
         if created:
-            self.query_one(FileTree).reload()  # show the new file in the tree
+            self.query_one(FileTree).refresh_folders({open_file.file.path.parent})  # show it
             self._update_watch()
         self.notify(f"Saved {open_file.file.path.name}", timeout=2)
         return True
@@ -537,10 +537,28 @@ class SpectermApp(App[int]):
     def _update_watch(self) -> None:
         if self.watcher is None:
             return
+        tree = self.query_one(FileTree)
         paths = {f.file.path for f in self.files.values()} | self._config_paths() | self._theme_paths()
-        self.watcher.set_paths(paths, {self.user_theme_dir})
+        self.watcher.set_paths(paths | tree.rule_files(), {self.user_theme_dir}, listings=tree.open_folders())
+
+    @on(FileTree.FoldersChanged)
+    def _tree_folders_changed(self, _event: FileTree.FoldersChanged) -> None:
+        self._update_watch()
+
+    def _refresh_tree(self, changes: dict[Path, Change]) -> None:
+        """Created, deleted or renamed entries reload their folder's node; a changed ignore file
+        reloads every open folder (what is hidden may have changed)."""
+        tree = self.query_one(FileTree)
+        if tree.rule_files() & changes.keys():
+            tree.gitignore.invalidate()
+            tree.refresh_folders(tree.open_folders())
+            return
+        folders = {path.parent for path, change in changes.items() if change != Change.modified}
+        if folders:
+            tree.refresh_folders(folders)
 
     async def _files_changed(self, changes: dict[Path, Change]) -> None:
+        self._refresh_tree(changes)
         config_paths, theme_paths = self._config_paths(), self._theme_paths()
         if any(p in config_paths for p in changes):
             self.reload_config()

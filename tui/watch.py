@@ -1,9 +1,10 @@
 """Watching files on disk with watchfiles, off the UI thread.
 
-The app says which files matter (open buffers, config files, theme files); this module watches their
-folders (not recursively, so a big project tree costs nothing) and reports batches of changed paths
-that are among them. Whether a change is specterm's own save is decided by the caller, by comparing
-content with what it last wrote — timestamps alone cannot tell.
+The app says which files matter (open buffers, config files, theme files) and which folders' entries
+matter (the folders open in the file tree); this module watches those folders (not recursively, so a
+big project tree costs nothing) and reports batches of changed paths that are among them. Whether a
+change is specterm's own save is decided by the caller, by comparing content with what it last
+wrote — timestamps alone cannot tell.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class FileWatcher:
         self._paths: frozenset[Path] = frozenset()
         self._dirs: frozenset[Path] = frozenset()
         self._folders: frozenset[Path] = frozenset()
+        self._listings: frozenset[Path] = frozenset()
         self._task: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
         self.ready = asyncio.Event()  # set once the current watch is running
@@ -34,11 +36,21 @@ class FileWatcher:
     def paths(self) -> frozenset[Path]:
         return self._paths
 
-    def set_paths(self, paths: set[Path], folders: set[Path] = frozenset()) -> None:
-        """Watch `paths`, plus every `*.toml` in `folders` (so a new theme file is noticed too)."""
+    @property
+    def listings(self) -> frozenset[Path]:
+        """The folders whose entries are watched."""
+        return self._listings
+
+    def set_paths(
+        self, paths: set[Path], folders: set[Path] = frozenset(), *, listings: set[Path] = frozenset()
+    ) -> None:
+        """Watch `paths`, plus every `*.toml` in `folders` (so a new theme file is noticed too), plus
+        entries created, deleted or renamed in `listings` (content changes there are not reported,
+        unless the file is one of `paths`)."""
         resolved = frozenset(Path(p).absolute() for p in paths)
         self._folders = frozenset(Path(f).absolute() for f in folders if Path(f).is_dir())
-        dirs = frozenset(p.parent for p in resolved if p.parent.is_dir()) | self._folders
+        self._listings = frozenset(Path(f).absolute() for f in listings if Path(f).is_dir())
+        dirs = frozenset(p.parent for p in resolved if p.parent.is_dir()) | self._folders | self._listings
         self._paths = resolved
         if dirs == self._dirs and self._task is not None and not self._task.done():
             return
@@ -65,6 +77,8 @@ class FileWatcher:
                 for change, raw in changes:
                     path = Path(raw).absolute()
                     if path in self._paths or (path.parent in self._folders and path.suffix == ".toml"):
+                        relevant[path] = change
+                    elif path.parent in self._listings and change != Change.modified:
                         relevant[path] = change
                 if relevant:
                     result = self.on_change(relevant)
