@@ -92,7 +92,7 @@ class BenchTask:
     """One prompt the benchmark runs both ways."""
 
     name: str
-    kind: str  # "completion" | "continuation" | "edit" | "fim"
+    kind: str  # "completion" | "continuation" | "edit" | "chat" | "fim"
     request: Request
     source: str | None = None  # FIM tasks: FILE:LINE:COL of the cursor (1-based)
 
@@ -200,11 +200,20 @@ def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -
     return BenchTask(name, "completion", req)
 
 
-def _edit(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
-    """An edit asked for in the chat, as a user would: the answer repeats most of the code, which
-    is where prompt lookup shines (small instruct models copy well in their chat format)."""
+def _edit(name: str, instruction: str, code: str, lang: str, path: str, max_tokens: int) -> BenchTask:
+    """An edit applied as a rewrite of the file, the way edit-apply tools prompt a model: the file
+    before the change, the change, and the start of the file after it. The answer repeats most of
+    the input, which is where prompt lookup can pay."""
+    prompt = (f"# {path}, before the change\n```{lang}\n{code}```\n\nChange: {instruction}\n\n"
+              f"# {path}, after the change\n```{lang}\n")
+    return BenchTask(name, "edit", GenerateRequest(prompt=prompt, max_tokens=max_tokens, stop=("```",)))
+
+
+def _chat(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
+    """An edit asked for in the chat pane, as a user would type it: the answer mixes prose with
+    code, so it repeats less of the input than an applied edit."""
     msg = ChatMessage("user", f"{instruction}\n```{lang}\n{code}```")
-    return BenchTask(name, "edit", ChatRequest(messages=(msg,), max_tokens=max_tokens))
+    return BenchTask(name, "chat", ChatRequest(messages=(msg,), max_tokens=max_tokens))
 
 
 def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) -> list[BenchTask]:
@@ -216,19 +225,24 @@ def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) ->
         BenchTask("continue-class", "continuation",
                   GenerateRequest(prompt=inv.split("    def save")[0] + "    def load(self, path: Path) -> None:\n",
                                   max_tokens=generate_tokens)),
-        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere in this code.", inv, "python",
+        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere.", inv, "python",
+              "inventory.py", generate_tokens),
+        _chat("chat-rename", "Rename the field `quantity` to `count` everywhere in this code.", inv, "python",
               generate_tokens),
         _completion("complete-loop", srch, "        mid = (lo + hi) // 2\n", completion_tokens, "search.py"),
         BenchTask("continue-js", "continuation",
                   GenerateRequest(prompt=_JS + "\nfunction once(fn) {\n", max_tokens=generate_tokens)),
-        _edit("edit-type-hints", "Add type hints to this function.", srch, "python", generate_tokens),
+        _edit("edit-docstring", "Say in the docstring what is returned when target is not found.", srch,
+              "python", "search.py", generate_tokens),
         _completion("complete-js-body", _JS, "  let last = 0;\n", completion_tokens, "util.js"),
-        _edit("edit-js-arrow", "Rewrite these functions with const arrow functions.", _JS, "javascript",
+        _edit("edit-js-strict", "Add 'use strict'; at the top of the file.", _JS, "javascript", "util.js",
+              generate_tokens),
+        _chat("chat-js-arrow", "Rewrite these functions with const arrow functions.", _JS, "javascript",
               generate_tokens),
     ]
 
 
-TASK_KINDS = ("completion", "continuation", "edit", "fim")
+TASK_KINDS = ("completion", "continuation", "edit", "chat", "fim")
 
 # Files worth cutting FIM tasks from when a folder is given (text source files).
 SOURCE_SUFFIXES = frozenset(

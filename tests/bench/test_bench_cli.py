@@ -6,6 +6,8 @@ the greedy-output check, the sweep and bad input are.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from specterm.engine.stats import Stats
@@ -89,11 +91,27 @@ def test_fim_tasks_from_user_files(bench, tmp_path: Path):
     assert all(t["source"].startswith(str(src / "score.py") + ":") for t in first["tasks"])
 
 
-def test_table_and_chart_on_stdout_without_json(bench):
-    r = bench("--tasks", "1", "--draft", "lookup", "--sweep", "2", *TINY)
+def test_table_and_chart_on_stdout_without_json(bench, tmp_path: Path):
+    chart = tmp_path / "chart.png"
+    r = bench("--tasks", "1", "--draft", "lookup", "--sweep", "1,2", "--plot", str(chart), *TINY)
     assert r.rc == 0, r.err
     assert "speedup" in r.out and "summary:" in r.out and "g=2" in r.out and "adaptive" in r.out
     assert not r.out.lstrip().startswith("{")
+    # --plot: a real PNG (its signature and a plausible size), announced on stderr
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and chart.stat().st_size > 5000
+    assert f"chart written to {chart}" in r.err
+
+
+def test_plot_without_matplotlib_says_which_extra_to_install(tmp_path: Path):
+    """Checked before any model loads: a missing extra must not cost a benchmark run first."""
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from specterm.tui.cli import main\n"
+            f"sys.exit(main(['bench', '--plot', {str(tmp_path / 'c.png')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'specterm[plot]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "c.png").exists()
 
 
 def _clean_error(r, *needles: str) -> None:
@@ -115,3 +133,5 @@ def test_bad_flags_exit_2(bench, tmp_path: Path):
     _clean_error(bench(str(tmp_path / "tiny.txt")), "no usable text files")
     _clean_error(bench("--backend", "openai", "--url", "http://127.0.0.1:9"), "local llama.cpp engine")
     _clean_error(bench("--draft", str(tmp_path / "nope.gguf")), "nope.gguf")
+    _clean_error(bench("--plot", str(tmp_path / "chart.gif")), "must end in .png, .svg, .pdf")
+    _clean_error(bench("--plot", str(tmp_path / "no" / "chart.png")), "does not exist")

@@ -102,7 +102,7 @@ def test_first_divergence():
 
 def test_builtin_tasks_cover_every_kind_early_and_have_unique_names():
     tasks = builtin_tasks(completion_tokens=16, generate_tokens=32)
-    assert {t.kind for t in tasks[:3]} == {"completion", "continuation", "edit"}
+    assert {t.kind for t in tasks[:4]} == {"completion", "continuation", "edit", "chat"}
     assert len({t.name for t in tasks}) == len(tasks)
     assert all(t.kind in TASK_KINDS for t in tasks)
     for t in tasks:
@@ -113,10 +113,17 @@ def test_builtin_tasks_cover_every_kind_early_and_have_unique_names():
 
 
 def test_edit_tasks_carry_the_code_they_edit():
+    kinds = set()
     for t in builtin_tasks():
-        if t.kind == "edit":
+        kinds.add(t.kind)
+        if t.kind == "edit":  # applied as a rewrite: the file before, the change, the file after
+            before, after = t.request.prompt.split("Change: ")
+            assert before.count("```") == 2 and len(before) > 200
+            assert after.rstrip("\n").endswith(("```python", "```javascript")) and t.request.stop == ("```",)
+        if t.kind == "chat":
             (msg,) = t.request.messages
             assert msg.role == "user" and "```" in msg.content and len(msg.content) > 200
+    assert {"edit", "chat"} <= kinds
 
 
 @pytest.fixture

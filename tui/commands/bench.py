@@ -17,6 +17,7 @@ import sys
 from typing import TextIO
 
 from ..config import Settings
+from .bench_plot import check_plot_target, write_plot
 from .common import TtyProgress, UsageError, isatty
 
 NAME = "bench"
@@ -71,13 +72,16 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
     p.add_argument("--tasks", type=_positive, default=None, metavar="N",
                    help=f"run only the first N built-in tasks, or cut N FIM tasks (default: all / {DEFAULT_FIM_TASKS})")
     p.add_argument("--kinds", type=_kinds, default=None, metavar="KIND,...",
-                   help="only these built-in task kinds: completion, continuation, edit")
+                   help="only these built-in task kinds: completion, continuation, edit, chat")
     p.add_argument("--task-seed", type=int, default=0, metavar="N",
                    help="seed for the FIM cursor positions (default: 0)")
     p.add_argument("--no-costs", action="store_true",
                    help="skip measuring t1/t_d/t_v (no predicted speedup or efficiency)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout; the table goes to stderr")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also draw speedup against draft length into FILE (.png, .svg or .pdf; "
+                   "needs the plot extra: pip install 'specterm[plot]')")
     return p
 
 
@@ -113,6 +117,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from specterm.engine.local import LocalEngine
 
     tasks = build_tasks(args, settings)
+    plot_path = check_plot_target(args.plot) if args.plot else None
     progress = TtyProgress()
     engine = LocalEngine(settings.engine_settings(), on_progress=progress)
     try:
@@ -130,6 +135,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     data = report.to_dict()
     table_stream = sys.stderr if args.json else sys.stdout
     write_table(data, table_stream)
+    if plot_path is not None:
+        write_plot(data, plot_path)
+        print(f"chart written to {plot_path}", file=sys.stderr)
     if args.json:
         print(json.dumps(data, ensure_ascii=False), flush=True)
     return 0
