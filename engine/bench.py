@@ -13,7 +13,10 @@ What `specterm bench` measures, and why it is built this way:
 - The costs the theory needs are measured directly with the Model API, not inferred from the loop:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
   argmax) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
-  asks). The prediction for a run mixes t_v over the draft lengths the run actually used; loop
+  asks). They are measured per task, at the task's own position in the context (its prompt plus
+  half its output), before and after its runs: on a small model attention over a longer context
+  makes every pass dearer, so one set of costs for all tasks would mispredict the long ones.
+  The prediction for a run mixes t_v over the draft lengths the run actually used; loop
   efficiency = measured speedup / predicted speedup isolates specterm's own per-pass overhead
   (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
 
@@ -339,6 +342,7 @@ class Costs:
     t_d: float  # one draft-model token (0 for prompt lookup / no drafter: assumed free)
     t_v: dict[int, float]  # target decode of k tokens with logits for all k
     samples: int = 0
+    position: int | None = None  # context tokens before the timed decodes (None: pooled)
 
     def verify(self, k: int) -> float:
         if k in self.t_v:
@@ -358,6 +362,7 @@ class Costs:
             "t_v_ms": {str(k): round(v * 1e3, 4) for k, v in sorted(self.t_v.items())},
             "t_v_over_t1": {str(k): round(v / self.t1, 3) for k, v in sorted(self.t_v.items())},
             "samples": self.samples,
+            "position": self.position,
         }
 
 
@@ -412,9 +417,22 @@ class CostMeter:
             d.clear()
 
     def costs(self) -> Costs:
-        tv = {k: statistics.median(v) for k, v in self._tv.items() if v}
-        td = statistics.median(self._td) if self._td else 0.0
-        return Costs(t1=tv[1], t_d=td, t_v=tv, samples=len(self._tv[1]))
+        c = pooled_costs([self])
+        c.position = len(self.context)
+        return c
+
+
+def pooled_costs(meters: Sequence[CostMeter]) -> Costs:
+    """Medians over every sample of the given meters (the report's headline costs)."""
+    tv_samples: dict[int, list[float]] = {}
+    td_samples: list[float] = []
+    for m in meters:
+        for k, v in m._tv.items():
+            tv_samples.setdefault(k, []).extend(v)
+        td_samples.extend(m._td)
+    tv = {k: statistics.median(v) for k, v in sorted(tv_samples.items()) if v}
+    td = statistics.median(td_samples) if td_samples else 0.0
+    return Costs(t1=tv[1], t_d=td, t_v=tv, samples=len(tv_samples.get(1, [])))
 
 
 # -- comparisons ---------------------------------------------------------------------------------
@@ -485,6 +503,9 @@ class Comparison:
     # tell a near-tie (batched kernels may round differently there) from a real divergence.
     plain_gaps: list[float | None] = field(default_factory=list)
     greedy: bool = True
+    # Costs measured on this task's own text (None for a pooled comparison): t1 and t_v(k) grow
+    # with the position in the context, so a long task and a short one have different costs.
+    costs: Costs | None = None
 
     def add(self, plain: Run, spec: Run) -> None:
         self.plain.merge(plain.stats)
@@ -530,6 +551,8 @@ class Comparison:
         }
 
     def to_dict(self, costs: Costs | None) -> dict:
+        """The comparison as JSON; its own costs when measured, else `costs` (pooled)."""
+        costs = self.costs or costs
         pred = g_mean = a = None
         if costs is not None:
             pred, g_mean, a = predicted_for(self.speculative, costs)
@@ -553,6 +576,7 @@ class Comparison:
             # robust to a single disturbed pair on a shared machine; `speedup` pools the runs
             "median_pair_speedup": _r(statistics.median(spread) if spread else None),
             "cost_breakdown": self.cost_breakdown(costs),
+            "costs": self.costs.to_dict() if self.costs else None,
             "overhead_ms_per_pass": {
                 "plain": _r(self.overhead_ms_per_pass(self.plain)),
                 "speculative": _r(self.overhead_ms_per_pass(self.speculative)),
@@ -661,7 +685,7 @@ class Bench:
         self.measure_costs = measure_costs
         self._done = 0
         self._total = 0
-        self._meter = None
+        self._sizes: Sequence[int] = range(1, 2)
 
     # -- one run -----------------------------------------------------------------------------------
     def _run(self, task: BenchTask, fixed_draft: int | None, on_stats=None) -> Run:
@@ -669,7 +693,7 @@ class Bench:
                                                       on_stats=on_stats)
         return Run(stats, list(self.engine.decoder.last_tokens), reason)
 
-    def _plain_gaps(self, task: BenchTask) -> list[float | None]:
+    def _plain_gaps(self, task: BenchTask) -> tuple[Run, list[float | None]]:
         """A plain run that records the top-2 logit gap behind every token it emits (unmeasured:
         reading the logits costs time). After each one-token pass the target's logits are those
         that chose the token just emitted; the first token comes from the prompt pass."""
@@ -680,8 +704,8 @@ class Bench:
             top2 = np.partition(target.logits(), -2)[-2:]
             gaps.append(float(top2[1] - top2[0]))
 
-        self._run(task, 0, on_stats=record)
-        return gaps
+        run = self._run(task, 0, on_stats=record)
+        return run, gaps
 
     def _step(self, msg: str) -> None:
         self._done += 1
@@ -712,12 +736,21 @@ class Bench:
             model.clear()
             drafter.cached = []
 
-    def _sample_costs(self, rounds: int = 1) -> None:
+    def _task_meter(self, run: Run) -> CostMeter | None:
+        """A cost meter at the task's own position: its prompt plus half of a plain run's output,
+        i.e. the middle of the context span the measured runs decode in."""
         if not self.measure_costs:
+            return None
+        eng = self.engine
+        n = run.stats.prompt_tokens + len(run.tokens) // 2
+        context = eng.decoder.cached[:n]
+        draft_model = getattr(eng.decoder.drafter, "model", None)
+        return CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
+
+    def _sample_costs(self, meter: CostMeter | None, rounds: int = 1) -> None:
+        if meter is None:
             return
-        if self._meter is None:
-            return
-        self._meter.sample(rounds)
+        meter.sample(rounds)
         self._invalidate_caches()
 
     def run(self, tasks: Sequence[BenchTask], sweep: Sequence[int] = ()) -> BenchReport:
@@ -726,12 +759,8 @@ class Bench:
         modes: list[int | None] = [None, *sweep]
         self._total = len(tasks) * (2 + 2 * len(modes) * self.repeat)
         self._done = 0
-        if self.measure_costs:
-            draft_model = getattr(eng.decoder.drafter, "model", None)
-            sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
-            context = eng.target.tokenize(_INVENTORY, add_special=True)
-            self._meter = CostMeter(eng.target, draft_model, sizes=sizes, context=context)
-            self._sample_costs(2)
+        self._sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
+        meters: list[CostMeter] = []
         results: list[tuple[BenchTask, Comparison]] = []
         per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
         load_before = machine_info()["load_average"]
@@ -740,7 +769,9 @@ class Bench:
             # every measured run starts from the same state and no run pays for a prefill. The
             # speculative warm-up drafts at every pass (fixed length 1) so a draft model really
             # sees the prompt even when the adaptive controller has drafting off.
-            gaps = self._plain_gaps(task)
+            first, gaps = self._plain_gaps(task)
+            meter = self._task_meter(first)
+            self._sample_costs(meter, 2)
             self._step(f"{task.name}: warm-up")
             warm = self._run(task, 1)
             self._step(f"{task.name}: warm-up")
@@ -762,7 +793,11 @@ class Bench:
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
-            self._sample_costs(1)  # interleaved with the runs: the costs see the same load
+            self._sample_costs(meter, 1)  # before and after the runs: the costs see the same load
+            if meter is not None:
+                meters.append(meter)
+                for c in comps.values():
+                    c.costs = meter.costs()
             results.append((task, comps[None]))
             for g in sweep:
                 per_g[g].append((task, comps[g]))
@@ -775,7 +810,7 @@ class Bench:
                 total.pair_speedups += c.pair_speedups
                 total.divergences += c.divergences
             sweep_out.append((g, total, per_g[g]))
-        costs = self._meter.costs() if self._meter is not None else None
+        costs = pooled_costs(meters) if meters else None
         info = {
             "target": eng.info.target_name,
             "draft": eng.info.draft_name,

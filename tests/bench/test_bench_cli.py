@@ -51,6 +51,14 @@ def test_json_report_with_sweep(bench):
     costs = data["costs"]
     assert _is_number(costs["t1_ms"]) and costs["t_d_ms"] == 0  # lookup drafting is free
     assert set(costs["t_v_ms"]) == {"1", "2", "3", "4", "5"}  # up to draft_max + 1
+    assert costs["samples"] == 3 * 3  # 2 before and 1 after each task's runs, pooled
+    for task in data["tasks"]:
+        # measured at the task's own position: its prompt plus half a run's output
+        own = task["costs"]
+        per_run = task["plain"]["tokens"] // task["plain"]["requests"]
+        assert own["position"] == task["plain"]["prompt_tokens"] // task["plain"]["requests"] + per_run // 2
+        assert own["samples"] == 3 and set(own["t_v_ms"]) == set(costs["t_v_ms"])
+    assert len({t["costs"]["position"] for t in data["tasks"]}) == 3  # three prompts, three positions
     assert data["draft_kind"] == "lookup" and data["settings"]["sweep"] == [1, 2]
     # the human table went to stderr, stdout stayed pure JSON
     assert "summary:" in r.err and "speedup vs draft length" in r.err
