@@ -29,7 +29,7 @@ import re
 import statistics
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,7 +144,9 @@ def main() -> int:
     binary = find_binary()
     # Prompts both programs take as they are: continuations, and chat edits (llama.cpp gets the
     # conversation rendered with the model's own template and parses its special tokens).
-    tasks = [t for t in builtin_tasks(generate_tokens=args.max_tokens)
+    # Stop strings are dropped (the example has none): both programs generate max-tokens tokens.
+    tasks = [replace(t, request=replace(t.request, stop=()))
+             for t in builtin_tasks(generate_tokens=args.max_tokens)
              if isinstance(t.request, (GenerateRequest, ChatRequest))]
     tasks = tasks[: args.tasks] if args.tasks else tasks
     engine = load_specterm(target, draft, args)

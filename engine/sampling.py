@@ -58,10 +58,16 @@ def distribution(logits: np.ndarray, s: SamplingSettings, mask: np.ndarray | Non
     return out
 
 
-def top_probability(logits: np.ndarray) -> float:
-    """Softmax probability of the argmax (the draft's confidence, compared with p_min)."""
-    m = float(logits.max())
-    return 1.0 / float(np.exp(logits - m).sum())
+DRAFT_TOP_K = 10  # llama.cpp's draft sampler keeps the 10 best candidates (common/speculative.cpp)
+
+
+def top_probability(logits: np.ndarray, k: int = DRAFT_TOP_K) -> float:
+    """The draft's confidence in its argmax, compared with p_min: its softmax probability among
+    the k best candidates, as llama.cpp's draft sampler (top-k 10, then softmax) computes it, so
+    one p_min drafts as far here as it does there."""
+    top = logits if k <= 0 or k >= len(logits) else np.partition(logits, -k)[-k:]
+    m = float(top.max())
+    return 1.0 / float(np.exp(top - m).sum())
 
 
 def sample(p: np.ndarray, rng: np.random.Generator) -> int:

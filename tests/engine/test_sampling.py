@@ -95,3 +95,17 @@ def test_chi2_helper_rejects_a_wrong_distribution():
     right = Counter(rng.choice(10, size=300, p=p).tolist())
     assert chi2_gof(wrong, p, 300)[0] > chi2_critical(3)
     assert chi2_gof(right, p, 300)[0] < chi2_critical(3)
+
+
+def test_draft_confidence_is_taken_among_the_ten_best_candidates():
+    """p_min means what it means in llama.cpp: the top candidate's share after top-k 10."""
+    from specterm.engine.sampling import top_probability
+
+    logits = np.full(49152, 2.0, dtype=np.float32)  # a long flat tail ...
+    logits[7] = 6.0  # ... under a clear favourite and nine runners-up at 2.0
+    p = top_probability(logits)
+    assert math.isclose(p, math.exp(4.0) / (math.exp(4.0) + 9), rel_tol=1e-5)  # 0.858
+    # over the whole vocabulary the same favourite would read as unsure (0.001), and stop drafting
+    full = 1.0 / float(np.exp(logits - logits.max()).sum())
+    assert full < 0.01 < 0.6 < p
+    assert top_probability(logits[5:10]) == pytest.approx(math.exp(4.0) / (math.exp(4.0) + 4), rel=1e-5)
