@@ -6,17 +6,23 @@ tokens). The controller measures a, t_d and t_v(n) online and picks the g that m
 E(g) / (g * t_d + t_v(g+1)). g = 0 is plain decoding, chosen whenever drafting does not pay: a tiny
 target on a CPU, where verifying k tokens costs nearly k single decodes, or a drafter that keeps
 guessing wrong. While off, it probes with a short draft now and then, so it notices when drafting
-starts paying again (code that repeats itself, a new request).
+starts paying again (code that repeats itself, a new request): early in every request, and then as
+often as a budget of 2 % of the generation time allows, from what a probe was measured to cost.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .settings import SpeculativeSettings
 
 _ALPHA = 0.15  # weight of a new timing sample in the moving averages
 _DECAY = 0.97  # per-pass decay of the acceptance evidence (recent passes matter more)
+_PROBE_LENGTH = 2  # draft tokens in a probe while drafting is off
+_PROBE_BUDGET = 0.02  # probes may cost at most this share of the generation time ...
+_PROBE_MIN = 16  # ... but come at least this many passes apart
+_PROBE_MAX = 256  # ... and at most this many
 
 
 @dataclass
@@ -76,31 +82,48 @@ class DraftController:
         self.adaptive = spec.adaptive
         self.costs = CostModel()
         self.draft_is_free = draft_is_free  # prompt lookup: drafting costs ~nothing
-        # Evidence for the per-token acceptance a (geometric model): successes and failures.
-        self._succ = 1.0
-        self._fail = 1.0
+        # Decayed evidence for the per-token acceptance a (geometric model): accepted draft tokens
+        # and rejections. Every pass decays it, drafted or not, so while drafting is off the
+        # estimate drifts back to the prior (a = 1/2) instead of staying frozen at the figure that
+        # turned drafting off: the text may have changed since (a new request, an edit that
+        # repeats the file), and the next probe then decides on what it sees.
+        self._succ = 0.0
+        self._fail = 0.0
         self._since_probe = 0
-        self._probe_every = 16
+        self._probing = False  # the pass in flight is a probe
+        self._probe_cost: float | None = None  # measured extra cost of a probe, in plain passes
         self.length = min(4, spec.draft_max)  # start by measuring a short draft
         self.off = False  # True while drafting does not pay
 
     def new_request(self) -> None:
         """New text may draft differently: while off, probe early in every request (one short
-        probe costs well under one extra pass)."""
+        probe costs about one extra pass on a CPU, a few per cent of one on a GPU)."""
         if self.off:
-            self._since_probe = max(self._since_probe, self._probe_every - 4)
+            self._since_probe = max(self._since_probe, self.probe_every() - 4)
 
     @property
     def acceptance(self) -> float:
-        return self._succ / (self._succ + self._fail)
+        return (self._succ + 1.0) / (self._succ + self._fail + 2.0)
 
-    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
-        """Record one pass: `drafted` proposals of which `accepted` held."""
+    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
+                sync_s: float = 0.0) -> None:
+        """Record one pass: `drafted` proposals of which `accepted` held. `sync_s` is time the
+        drafter spent catching up on text it had not seen (a draft model after drafting was off):
+        not a per-token draft cost, but part of what a probe costs."""
+        if self._probing and drafted:
+            t1 = self.costs.verify.get(1)
+            if t1:
+                extra = max(draft_s + sync_s + verify_s - t1, 0.0) / t1
+                old = self._probe_cost
+                self._probe_cost = extra if old is None else old + _ALPHA * (extra - old)
+        self._probing = False
         self.costs.observe_verify(drafted + 1, verify_s)
+        self._succ *= _DECAY
+        self._fail *= _DECAY
         if drafted:
             self.costs.observe_draft(drafted, draft_s)
-            self._succ = self._succ * _DECAY + accepted
-            self._fail = self._fail * _DECAY + (1 if accepted < drafted else 0)
+            self._succ += accepted
+            self._fail += 1 if accepted < drafted else 0
 
     def expected_tokens(self, g: int) -> float:
         a = min(self.acceptance, 0.999)
@@ -113,6 +136,22 @@ class DraftController:
             return None
         td = 0.0 if (self.draft_is_free or g == 0) else (self.costs.draft_token or 0.0)
         return self.expected_tokens(g) / (g * td + tv)
+
+    def probe_every(self) -> int:
+        """Passes between probes while drafting is off, so that probes cost at most
+        _PROBE_BUDGET of the generation time: every 16 passes where a probe is nearly free (a
+        GPU, where verifying 3 tokens costs about one), every ~50 on a CPU where it costs about
+        one extra pass, and up to 256 where a draft model must first catch up on the text."""
+        cost = self._probe_cost
+        if cost is None:  # no probe measured yet: predict one from the costs
+            fit = self.costs.line()
+            t1 = self.costs.t_verify(1, fit)
+            tp = self.costs.t_verify(_PROBE_LENGTH + 1, fit)
+            if t1 is None or tp is None:
+                return _PROBE_MIN
+            td = 0.0 if self.draft_is_free else (self.costs.draft_token or 0.0)
+            cost = max(tp + _PROBE_LENGTH * td - t1, 0.0) / t1
+        return int(min(max(_PROBE_MIN, math.ceil(cost / _PROBE_BUDGET)), _PROBE_MAX))
 
     def next_length(self) -> int:
         """Draft length for the next pass."""
@@ -137,15 +176,13 @@ class DraftController:
             best_g = 0
         if best_g == 0:
             self._since_probe += 1
-            if self._since_probe >= self._probe_every:
+            if self._since_probe >= self.probe_every():
                 self._since_probe = 0
-                self._probe_every = min(self._probe_every * 2, 256)
-                self.length, self.off = min(2, dmax), True
-                return self.length  # a short probe: cheap, refreshes the acceptance estimate
+                self._probing = True
+                self.length, self.off = min(_PROBE_LENGTH, dmax), True
+                return self.length  # a short probe: refreshes the acceptance estimate
             self.length, self.off = 0, True
             return 0
-        if self.off:
-            self._probe_every = 16
         self._since_probe = 0
         self.length, self.off = best_g, False
         return best_g

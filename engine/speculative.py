@@ -316,7 +316,7 @@ class SpeculativeDecoder:
             history.extend(new)
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m)
-            controller.observe(len(draft.tokens), m, draft.time_s - draft.sync_s, t_verify)
+            controller.observe(len(draft.tokens), m, draft.time_s - draft.sync_s, t_verify, draft.sync_s)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:
