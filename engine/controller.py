@@ -23,6 +23,8 @@ _PROBE_LENGTH = 2  # draft tokens in a probe while drafting is off
 _PROBE_BUDGET = 0.02  # probes may cost at most this share of the generation time ...
 _PROBE_MIN = 16  # ... but come at least this many passes apart
 _PROBE_MAX = 256  # ... and at most this many
+_EVIDENCE_MAX = 32  # decayed evidence kept, in draft tokens and rejections
+_CARRY = 0.2  # share of the acceptance evidence a new request inherits (bench: 0.1-0.25 best)
 
 
 @dataclass
@@ -96,8 +98,13 @@ class DraftController:
         self.off = False  # True while drafting does not pay
 
     def new_request(self) -> None:
-        """New text may draft differently: while off, probe early in every request (one short
-        probe costs about one extra pass on a CPU, a few per cent of one on a GPU)."""
+        """New text may draft differently, so what the last request taught counts for less: a
+        completion after an edit that copied well would otherwise pay for several long drafts on
+        stale evidence (each costs several passes on a CPU), and an edit after completions would
+        stay off. While off, probe early (one short probe costs about one extra pass on a CPU, a
+        few per cent of one on a GPU)."""
+        self._succ *= _CARRY
+        self._fail *= _CARRY
         if self.off:
             self._since_probe = max(self._since_probe, self.probe_every() - 4)
 
@@ -124,6 +131,10 @@ class DraftController:
             self.costs.observe_draft(drafted, draft_s)
             self._succ += accepted
             self._fail += 1 if accepted < drafted else 0
+            total = self._succ + self._fail
+            if total > _EVIDENCE_MAX:  # bounded memory: a change of text shows within a few passes
+                self._succ *= _EVIDENCE_MAX / total
+                self._fail *= _EVIDENCE_MAX / total
 
     def expected_tokens(self, g: int) -> float:
         a = min(self.acceptance, 0.999)

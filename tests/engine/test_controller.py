@@ -105,3 +105,21 @@ def test_a_new_request_that_repeats_its_input_gets_drafting_back_quickly():
         c.observe(k, k, 0.0, _cpu_verify(k + 1))  # every draft token is accepted now
     assert lengths.index(2) <= 4 and on.index(True) <= 8, lengths  # the early probe, then on
     assert not c.off and lengths[-1] >= 8, lengths
+
+
+def test_a_completion_after_an_edit_that_copied_well_pays_little_for_the_stale_evidence():
+    """The edit taught 'almost everything is accepted'; the completion that follows accepts
+    nothing. Its 64 passes may cost only a few passes more than plain decoding (without the
+    discount on old evidence and its bound they cost 3.3 times as much)."""
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    for _ in range(300):
+        k = c.next_length()
+        c.observe(k, k, 0.0, _cpu_verify(k + 1))
+    assert not c.off and c.next_length() >= 8  # long drafts
+    c.new_request()
+    spent = 0.0
+    for _ in range(64):
+        k = c.next_length()
+        c.observe(k, 0, 0.0, _cpu_verify(k + 1))
+        spent += _cpu_verify(k + 1)
+    assert c.off and spent <= 1.08 * 64 * _cpu_verify(1), spent / (64 * _cpu_verify(1))
