@@ -123,6 +123,8 @@ class DraftController:
                 extra = max(draft_s + sync_s + verify_s - t1, 0.0) / t1
                 old = self._probe_cost
                 self._probe_cost = extra if old is None else old + _ALPHA * (extra - old)
+            if accepted == drafted:  # it held: look again at once (the text may be repeating)
+                self._since_probe = _PROBE_MAX
         self._probing = False
         self.costs.observe_verify(drafted + 1, verify_s)
         self._succ *= _DECAY

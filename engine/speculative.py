@@ -264,12 +264,13 @@ class SpeculativeDecoder:
         pending = first
         why = emit([first])
         greedy = is_greedy(job.sampling)
-        controller = self.controller
-        controller.new_request()
-        if job.fixed_draft is not None:
+        if job.fixed_draft is not None:  # a fixed length (bench): the adaptive state stays untouched
             controller = DraftController(
                 SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min)
             )
+        else:
+            controller = self.controller
+            controller.new_request()
 
         while why is None:
             if job.should_stop:
