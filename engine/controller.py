@@ -93,6 +93,7 @@ class DraftController:
         self._fail = 0.0
         self._since_probe = 0
         self._probing = False  # the pass in flight is a probe
+        self._second_look = False  # the pass in flight is the extra look after a probe that held
         self._probe_cost: float | None = None  # measured extra cost of a probe, in plain passes
         self.length = min(4, spec.draft_max)  # start by measuring a short draft
         self.off = False  # True while drafting does not pay
@@ -123,8 +124,14 @@ class DraftController:
                 extra = max(draft_s + sync_s + verify_s - t1, 0.0) / t1
                 old = self._probe_cost
                 self._probe_cost = extra if old is None else old + _ALPHA * (extra - old)
-            if accepted == drafted:  # it held: look again at once (the text may be repeating)
+            # A probe that held earns one more look at once (the text may have started to repeat
+            # itself); a second in a row would be probing every pass when a draft is accurate but
+            # too dear to pay.
+            if accepted == drafted and not self._second_look:
                 self._since_probe = _PROBE_MAX
+                self._second_look = True
+            else:
+                self._second_look = False
         self._probing = False
         self.costs.observe_verify(drafted + 1, verify_s)
         self._succ *= _DECAY

@@ -123,3 +123,21 @@ def test_a_completion_after_an_edit_that_copied_well_pays_little_for_the_stale_e
         c.observe(k, 0, 0.0, _cpu_verify(k + 1))
         spent += _cpu_verify(k + 1)
     assert c.off and spent <= 1.08 * 64 * _cpu_verify(1), spent / (64 * _cpu_verify(1))
+
+
+def test_an_accurate_draft_that_is_too_dear_is_not_probed_every_pass():
+    """A draft model nearly as slow as the target (t_d = 0.7 t1, every token accepted) on a CPU:
+    drafting cannot pay, and probes that hold must not turn into probing at every pass."""
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    spent = plain = 0.0
+    drafted_passes = 0
+    for i in range(1000):
+        k = c.next_length()
+        t_draft = 0.7 * 0.012 * k
+        c.observe(k, k, t_draft, _cpu_verify(k + 1))
+        if i >= 100:
+            spent += t_draft + _cpu_verify(k + 1) - k * 0.012  # accepted tokens save passes
+            plain += _cpu_verify(1)
+            drafted_passes += k > 0
+    assert c.off and drafted_passes <= 900 * 0.1, drafted_passes
+    assert spent <= 1.05 * plain, spent / plain

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""t_v(k)/t1 of a target in several weight formats and thread counts: what verification costs.
+
+Speculation pays only if verifying k tokens in one pass costs much less than k one-token decodes.
+On a GPU t_v(k) stays near t1; on a CPU it depends on whether llama.cpp has a batched kernel for the
+weight format. This requantizes the target into each format (cached next to the bench drafts) and
+times one-token and k-token decodes with the same meter `specterm bench` uses, interleaved over
+the formats and repeated, and prints medians.
+
+    .venv/bin/python bench/cost_table.py                              # the demo target
+    .venv/bin/python bench/cost_table.py --target T.gguf --formats q8_0,q4_0 --threads 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+from pathlib import Path
+
+SIZES = (1, 2, 3, 5, 9, 17)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", default="demo", help='target GGUF, or "demo" (default)')
+    p.add_argument("--formats", default="asis,q4_0,q8_0,q5_0",
+                   help="comma-separated: asis (the file as it is) and/or q4_0, q4_1, q5_0, q8_0")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=8, help="timed decodes per size and repeat")
+    args = p.parse_args()
+
+    from specterm.engine.bench import CostMeter
+    from specterm.engine.llama import Model, quantize
+    from specterm.engine.settings import ModelSettings
+
+    target = args.target
+    if target == "demo":
+        from specterm.engine.demo import demo_model_path
+
+        target = demo_model_path()
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
+    cache.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for fmt in args.formats.split(","):
+        if fmt == "asis":
+            paths[f"{Path(target).stem} (as is)"] = target
+            continue
+        out = cache / f"{Path(target).stem}.{fmt}.gguf"
+        if not out.exists():
+            quantize(target, str(out), fmt)
+        paths[fmt] = str(out)
+    context_text = (Path(__file__).resolve().parent.parent / "engine" / "bench.py").read_text()
+    samples: dict[tuple[int, str], list] = {}
+    for _ in range(args.repeat):
+        for threads in (int(t) for t in args.threads.split(",")):
+            for name, path in paths.items():
+                m = Model.load(ModelSettings(path=path, threads=threads, ctx=2048, gpu_layers=0))
+                try:
+                    meter = CostMeter(m, None, sizes=SIZES, context=m.tokenize(context_text)[:300])
+                    meter.sample(args.rounds)
+                    samples.setdefault((threads, name), []).append(meter.costs())
+                finally:
+                    m.close()
+    print(f"{'threads':>7} {'format':<34} {'t1 ms':>6} " + " ".join(f"{f't_v({k})/t1':>10}" for k in SIZES[1:]))
+    for (threads, name), cs in samples.items():
+        t1 = statistics.median(c.t1 for c in cs)
+        ratios = [statistics.median(c.t_v[k] / c.t1 for c in cs) for k in SIZES[1:]]
+        print(f"{threads:>7} {name:<34} {t1 * 1e3:>6.1f} " + " ".join(f"{r:>10.2f}" for r in ratios))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
