@@ -152,6 +152,9 @@ def test_ctrl_c_exits_130_without_traceback(sandbox: Sandbox):
          "--draft", "none", "--ctx", "4096"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         cwd=sandbox.cwd, env=sandbox.env(),
+        # as from a terminal: a suite started in the background (`cmd &`) inherits SIGINT ignored,
+        # and Python keeps it ignored, which is right for specterm but not what this test is about
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
