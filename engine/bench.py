@@ -796,8 +796,9 @@ class Bench:
             self._sample_costs(meter, 1)  # before and after the runs: the costs see the same load
             if meter is not None:
                 meters.append(meter)
+                own = meter.costs()
                 for c in comps.values():
-                    c.costs = meter.costs()
+                    c.costs = own
             results.append((task, comps[None]))
             for g in sweep:
                 per_g[g].append((task, comps[g]))

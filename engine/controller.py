@@ -157,14 +157,15 @@ class DraftController:
         td = 0.0 if (self.draft_is_free or g == 0) else (self.costs.draft_token or 0.0)
         return self.expected_tokens(g) / (g * td + tv)
 
-    def probe_every(self) -> int:
+    def probe_every(self, fit: tuple[float, float] | None = None) -> int:
         """Passes between probes while drafting is off, so that probes cost at most
         _PROBE_BUDGET of the generation time: every 16 passes where a probe is nearly free (a
         GPU, where verifying 3 tokens costs about one), every ~50 on a CPU where it costs about
-        one extra pass, and up to 256 where a draft model must first catch up on the text."""
+        one extra pass, and up to 256 where a draft model must first catch up on the text.
+        `fit` is the t_v line when the caller has it already."""
         cost = self._probe_cost
         if cost is None:  # no probe measured yet: predict one from the costs
-            fit = self.costs.line()
+            fit = fit or self.costs.line()
             t1 = self.costs.t_verify(1, fit)
             tp = self.costs.t_verify(_PROBE_LENGTH + 1, fit)
             if t1 is None or tp is None:
@@ -196,7 +197,7 @@ class DraftController:
             best_g = 0
         if best_g == 0:
             self._since_probe += 1
-            if self._since_probe >= self.probe_every():
+            if self._since_probe >= self.probe_every(fit):
                 self._since_probe = 0
                 self._probing = True
                 self.length, self.off = min(_PROBE_LENGTH, dmax), True
