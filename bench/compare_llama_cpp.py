@@ -105,16 +105,31 @@ def run_specterm(engine, req, args: argparse.Namespace) -> Figures:
     return Figures(s.tokens, s.generation_time_s, s.drafted, s.accepted)
 
 
-def default_draft(target: str) -> str:
-    """A requantized (q4_0) copy of the target: same vocabulary, partial acceptance."""
+def target_path(target: str) -> str:
+    """A GGUF path, or the demo model's for "demo"."""
+    if target != "demo":
+        return target
+    from specterm.engine.demo import demo_model_path
+
+    return demo_model_path()
+
+
+def requantized_copy(target: str, kind: str, tag: str) -> str:
+    """A copy of the target requantized to `kind`, made once and cached as `<stem>.<tag>.gguf`
+    under ~/.cache/specterm/bench (bench/cost_table.py uses it too)."""
     from specterm.engine.llama import quantize
 
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
     cache.mkdir(parents=True, exist_ok=True)
-    out = cache / (Path(target).stem + ".q4_0-draft.gguf")
+    out = cache / f"{Path(target).stem}.{tag}.gguf"
     if not out.exists():
-        quantize(target, str(out), "q4_0")
+        quantize(target, str(out), kind)
     return str(out)
+
+
+def default_draft(target: str) -> str:
+    """A requantized (q4_0) copy of the target: same vocabulary, partial acceptance."""
+    return requantized_copy(target, "q4_0", "q4_0-draft")
 
 
 def main() -> int:
@@ -135,11 +150,7 @@ def main() -> int:
     from specterm.engine.bench import builtin_tasks
     from specterm.engine.requests import ChatRequest, GenerateRequest
 
-    target = args.target
-    if target == "demo":
-        from specterm.engine.demo import demo_model_path
-
-        target = demo_model_path()
+    target = target_path(args.target)
     draft = args.draft or default_draft(target)
     binary = find_binary()
     # Prompts both programs take as they are: continuations, and chat edits (llama.cpp gets the

@@ -3,7 +3,7 @@
 
 Speculation pays only if verifying k tokens in one pass costs much less than k one-token decodes.
 On a GPU t_v(k) stays near t1; on a CPU it depends on whether llama.cpp has a batched kernel for the
-weight format. This requantizes the target into each format (cached next to the bench drafts) and
+weight format. This requantizes the target into each format (cached with the bench drafts, by compare_llama_cpp's helper) and
 times one-token and k-token decodes with the same meter `specterm bench` uses, interleaved over
 the formats and repeated, and prints medians.
 
@@ -14,7 +14,6 @@ the formats and repeated, and prints medians.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 from pathlib import Path
 
@@ -31,26 +30,18 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=8, help="timed decodes per size and repeat")
     args = p.parse_args()
 
+    from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
     from specterm.engine.bench import CostMeter
-    from specterm.engine.llama import Model, quantize
+    from specterm.engine.llama import Model
     from specterm.engine.settings import ModelSettings
 
-    target = args.target
-    if target == "demo":
-        from specterm.engine.demo import demo_model_path
-
-        target = demo_model_path()
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
-    cache.mkdir(parents=True, exist_ok=True)
+    target = target_path(args.target)
     paths = {}
     for fmt in args.formats.split(","):
         if fmt == "asis":
             paths[f"{Path(target).stem} (as is)"] = target
-            continue
-        out = cache / f"{Path(target).stem}.{fmt}.gguf"
-        if not out.exists():
-            quantize(target, str(out), fmt)
-        paths[fmt] = str(out)
+        else:
+            paths[fmt] = requantized_copy(target, fmt, fmt)
     context_text = (Path(__file__).resolve().parent.parent / "engine" / "bench.py").read_text()
     samples: dict[tuple[int, str], list] = {}
     for _ in range(args.repeat):
