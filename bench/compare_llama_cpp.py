@@ -84,7 +84,7 @@ def run_llama_cpp(binary: Path, target: str, draft: str, prompt: str, args: argp
 
 def load_specterm(target: str, draft: str, args: argparse.Namespace):
     from specterm.engine import DraftSettings, EngineSettings, ModelSettings, SpeculativeSettings
-    from specterm.engine.local import LocalEngine
+    from specterm.engine.llamacpp.local import LocalEngine
 
     t = ModelSettings(path=target, ctx=args.ctx, threads=args.threads, gpu_layers=0)
     settings = EngineSettings(
@@ -109,7 +109,7 @@ def target_path(target: str) -> str:
     """A GGUF path, or the demo model's for "demo"."""
     if target != "demo":
         return target
-    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llamacpp.demo import demo_model_path
 
     return demo_model_path()
 
@@ -117,7 +117,7 @@ def target_path(target: str) -> str:
 def requantized_copy(target: str, kind: str, tag: str) -> str:
     """A copy of the target requantized to `kind`, made once and cached as `<stem>.<tag>.gguf`
     under ~/.cache/specterm/bench (bench/cost_table.py uses it too)."""
-    from specterm.engine.llama import quantize
+    from specterm.engine.llamacpp.model import quantize
 
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
     cache.mkdir(parents=True, exist_ok=True)
@@ -147,7 +147,7 @@ def main() -> int:
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = p.parse_args()
 
-    from specterm.engine.bench import builtin_tasks
+    from specterm.engine.bench.runner import builtin_tasks
     from specterm.engine.requests import ChatRequest, GenerateRequest
 
     target = target_path(args.target)

@@ -31,8 +31,8 @@ def main() -> int:
     args = p.parse_args()
 
     from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
-    from specterm.engine.bench import CostMeter
-    from specterm.engine.llama import Model
+    from specterm.engine.bench.runner import CostMeter
+    from specterm.engine.llamacpp.model import Model
     from specterm.engine.settings import ModelSettings
 
     target = target_path(args.target)

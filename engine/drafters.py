@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .llama import Model
+from .model import Model
 from .sampling import distribution, is_greedy, sample, top_probability
 from .settings import SamplingSettings
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .llama import Model
+from .model import Model
 from .requests import CompletionRequest
 
 MARGIN = 8

@@ -21,7 +21,7 @@ import numpy as np
 from .controller import DraftController
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
-from .llama import Model
+from .model import Model
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
 from .settings import SamplingSettings, SpeculativeSettings
 from .stats import Stats

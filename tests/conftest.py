@@ -24,8 +24,8 @@ class Models:
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory) -> Models:
-    from specterm.engine.demo import demo_model_path
-    from specterm.engine.llama import quantize
+    from specterm.engine.llamacpp.demo import demo_model_path
+    from specterm.engine.llamacpp.model import quantize
 
     d = tmp_path_factory.mktemp("models")
     demo = demo_model_path()

@@ -1,7 +1,9 @@
 """Architecture rules that keep the layers honest:
 
 - the engine is a library: it never imports Textual or specterm.tui;
-- only engine/llama.py talks to llama.cpp (imports llama_cpp);
+- the engine's wings: the core (every .py directly in engine/) imports only numpy and the standard
+  library and none of the wings; only engine/llamacpp/ talks to llama.cpp; engine/remote/ never
+  loads llama.cpp; nothing outside engine/remote/ (and the CLI's lazy remote imports) needs httpx;
 - installed, everything lives under `specterm.`: no generic top-level `engine`/`tui`/`themes`;
 - headless commands never load Textual (fast start for editor plugins).
 """
@@ -17,6 +19,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {"engine": "specterm.engine", "tui": "specterm.tui", "themes": "specterm.themes"}
+WINGS = ("llamacpp", "remote", "models", "bench")
+HTTP_CLIENTS = ("httpx", "requests", "urllib3", "aiohttp")
+
+
+def package_of(path: Path) -> str:
+    """The installed package a source file belongs to (specterm.engine.remote for engine/remote/x.py)."""
+    rel = path.relative_to(REPO)
+    return ".".join((PACKAGE_DIRS[rel.parts[0]], *rel.parts[1:-1]))
 
 
 def imported_modules(path: Path, package: str) -> set[str]:
@@ -42,32 +52,69 @@ def sources(folder: str) -> list[Path]:
     return sorted((REPO / folder).rglob("*.py"))
 
 
+def rel_id(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
 def test_imported_modules_resolves_relative_imports(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("from ..tui import app\nfrom . import llama\nimport textual.app\n")
     names = imported_modules(f, "specterm.engine")
     assert {"specterm.tui", "specterm.tui.app", "specterm.engine.llama", "textual.app"} <= names
+    names = imported_modules(f, "specterm.engine.remote")
+    assert {"specterm.engine.tui.app", "specterm.engine.remote.llama"} <= names
 
 
-@pytest.mark.parametrize("path", sources("engine"), ids=lambda p: p.name)
+def test_wings_are_the_folders_of_engine():
+    """A new folder in engine/ is a new wing: name it here and give it its rules."""
+    folders = {p.name for p in (REPO / "engine").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(WINGS)
+
+
+@pytest.mark.parametrize("path", sources("engine"), ids=rel_id)
 def test_engine_never_imports_textual_or_the_tui(path: Path):
-    for name in imported_modules(path, "specterm.engine"):
+    for name in imported_modules(path, package_of(path)):
         top = name.split(".")[0]
-        assert top != "textual", f"{path.name} imports {name}"
-        assert not name.startswith("specterm.tui"), f"{path.name} imports {name}"
-        assert top not in ("tui", "engine", "themes"), f"{path.name} imports the unnamespaced {name}"
+        assert top != "textual", f"{rel_id(path)} imports {name}"
+        assert not name.startswith("specterm.tui"), f"{rel_id(path)} imports {name}"
+        assert top not in ("tui", "engine", "themes"), f"{rel_id(path)} imports the unnamespaced {name}"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "engine").glob("*.py")), ids=rel_id)
+def test_core_imports_only_numpy_the_standard_library_and_the_core(path: Path):
+    for name in imported_modules(path, package_of(path)):
+        top = name.split(".")[0]
+        if top == "specterm":
+            parts = name.split(".")
+            assert parts[1] == "engine" and (len(parts) < 3 or parts[2] not in WINGS), (
+                f"{rel_id(path)} imports {name}: the core may not depend on a wing"
+            )
+        elif top and top != "__future__":
+            assert top == "numpy" or top in sys.stdlib_module_names, f"{rel_id(path)} imports {name}"
 
 
 @pytest.mark.parametrize(
-    "path", [p for d in PACKAGE_DIRS for p in sources(d)], ids=lambda p: f"{p.parent.name}/{p.name}"
+    "path", [p for d in PACKAGE_DIRS for p in sources(d)], ids=rel_id
 )
-def test_only_engine_llama_imports_llama_cpp(path: Path):
-    package = PACKAGE_DIRS[path.relative_to(REPO).parts[0]]
-    uses = {n for n in imported_modules(path, package) if n.split(".")[0] == "llama_cpp"}
-    if path == REPO / "engine" / "llama.py":
-        assert uses, "engine/llama.py is the one module that talks to llama.cpp"
-    else:
-        assert not uses, f"{path.relative_to(REPO)} imports {sorted(uses)}; go through specterm.engine.llama"
+def test_only_engine_llamacpp_imports_llama_cpp(path: Path):
+    uses = {n for n in imported_modules(path, package_of(path)) if n.split(".")[0] == "llama_cpp"}
+    if path == REPO / "engine" / "llamacpp" / "model.py":
+        assert uses, "engine/llamacpp/model.py is the one module that talks to llama.cpp"
+    elif path.parent != REPO / "engine" / "llamacpp":
+        assert not uses, f"{rel_id(path)} imports {sorted(uses)}; go through specterm.engine.llamacpp"
+
+
+@pytest.mark.parametrize("path", sources("engine/remote"), ids=rel_id)
+def test_remote_never_loads_llama_cpp(path: Path):
+    for name in imported_modules(path, package_of(path)):
+        assert name.split(".")[0] != "llama_cpp", f"{rel_id(path)} imports {name}"
+        assert not name.startswith("specterm.engine.llamacpp"), f"{rel_id(path)} imports {name}"
+
+
+@pytest.mark.parametrize("path", [p for p in sources("engine") if p.parent.name != "remote"], ids=rel_id)
+def test_only_the_remote_wing_speaks_http(path: Path):
+    for name in imported_modules(path, package_of(path)):
+        assert name.split(".")[0] not in HTTP_CLIENTS, f"{rel_id(path)} imports {name}"
 
 
 def run_python(code: str, cwd: Path) -> str:

@@ -219,11 +219,11 @@ class SpectermApp(App[int]):
         try:
             if engine is None:
                 if self.settings.engine.backend == "openai":  # an OpenAI-compatible server
-                    from specterm.engine.remote import RemoteEngine
+                    from specterm.engine.remote.engine import RemoteEngine
 
                     engine = RemoteEngine(self.settings.remote_settings())
                 else:
-                    from specterm.engine.local import LocalEngine  # only here: tests may bring their own
+                    from specterm.engine.llamacpp.local import LocalEngine  # only here: tests may bring their own
 
                     engine = LocalEngine(self.settings.engine_settings(), on_progress=self._progress)
                 self.engine = engine

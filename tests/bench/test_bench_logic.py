@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specterm.engine.bench import (
+from specterm.engine.bench.runner import (
     TASK_KINDS,
     Costs,
     builtin_tasks,

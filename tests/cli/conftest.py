@@ -22,6 +22,6 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 @pytest.fixture(scope="session")
 def demo_path() -> str:
-    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llamacpp.demo import demo_model_path
 
     return demo_model_path()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specterm.engine import DraftSettings, EngineSettings, ModelSettings, SpeculativeSettings
-from specterm.engine.local import LocalEngine
+from specterm.engine.llamacpp.local import LocalEngine
 
 CTX = 2048
 

@@ -10,7 +10,7 @@ from specterm.engine import (
     ChatMessage, ChatRequest, CompletionRequest, DraftSettings, EngineSettings, Finished,
     GenerateRequest, ModelSettings, SpeculativeSettings, StatsUpdate, TextDelta,
 )
-from specterm.engine.local import LocalEngine
+from specterm.engine.llamacpp.local import LocalEngine
 
 LONG = "Write a very long story about a robot who learns to write Python code.\n\nOnce upon a time"
 

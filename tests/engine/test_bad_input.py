@@ -8,8 +8,8 @@ from specterm.engine import (
     ContextOverflowError, DraftSettings, EngineError, EngineSettings, GenerateRequest, ModelLoadError,
     ModelSettings, PairingError,
 )
-from specterm.engine.llama import Model
-from specterm.engine.local import LocalEngine
+from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.local import LocalEngine
 
 
 def load(target: str, draft_kind: str = "none", draft: str | None = None, ctx: int = 512) -> LocalEngine:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specterm.engine import GenerateRequest, ModelSettings
-from specterm.engine.llama import Model
+from specterm.engine.llamacpp.model import Model
 
 PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",

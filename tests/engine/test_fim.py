@@ -8,7 +8,7 @@ from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.fim import build_fim_prompt, drop_suffix_repeat, finish_completion
-from specterm.engine.llama import Model
+from specterm.engine.llamacpp.model import Model
 from specterm.engine.speculative import HealIndex
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from specterm.engine import GenerateRequest, ModelSettings, SamplingSettings
-from specterm.engine.llama import Model
+from specterm.engine.llamacpp.model import Model
 from specterm.engine.sampling import distribution
 
 PROMPT = "# A list of fruits\nfruits = ['apple', 'banana',"

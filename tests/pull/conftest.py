@@ -17,7 +17,7 @@ from pull_support import MISMATCHED_TOKEN, HubCache, Sandbox, TinyGGUFs, write_v
 def tiny_ggufs(tmp_path_factory) -> TinyGGUFs:
     import gguf
 
-    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llamacpp.demo import demo_model_path
 
     folder = tmp_path_factory.mktemp("tiny-ggufs")
     reader = gguf.GGUFReader(demo_model_path())

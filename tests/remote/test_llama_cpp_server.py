@@ -22,8 +22,8 @@ from specterm.engine import (
     GenerateRequest,
     TextDelta,
 )
-from specterm.engine.remote import RemoteEngine, RemoteSettings
-from specterm.engine.server_stats import NOT_REPORTED, describe_acceptance
+from specterm.engine.remote.engine import RemoteEngine, RemoteSettings
+from specterm.engine.remote.server_stats import NOT_REPORTED, describe_acceptance
 
 from remote_servers import API_KEY
 

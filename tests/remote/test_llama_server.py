@@ -22,8 +22,8 @@ from specterm.engine import (
     StatsUpdate,
     TextDelta,
 )
-from specterm.engine.remote import RemoteEngine, RemoteSettings
-from specterm.engine.server_stats import describe_acceptance, spec_counters
+from specterm.engine.remote.engine import RemoteEngine, RemoteSettings
+from specterm.engine.remote.server_stats import describe_acceptance, spec_counters
 
 from remote_servers import API_KEY, run_specterm
 

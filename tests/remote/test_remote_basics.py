@@ -8,7 +8,7 @@ import time
 import pytest
 
 from specterm.engine import BackendUnavailableError, EngineError, GenerateRequest
-from specterm.engine.remote import (
+from specterm.engine.remote.engine import (
     RemoteEngine,
     RemoteSettings,
     _LineLimiter,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specterm.engine.server_stats import (
+from specterm.engine.remote.server_stats import (
     NOT_REPORTED,
     SpecCounters,
     apply_counters,

@@ -9,8 +9,8 @@ from typing import Callable
 import pytest
 
 from specterm.engine import DraftSettings, EngineSettings, ModelSettings
-from specterm.engine.demo import demo_model_path
-from specterm.engine.local import LocalEngine
+from specterm.engine.llamacpp.demo import demo_model_path
+from specterm.engine.llamacpp.local import LocalEngine
 from specterm.tui.config import load_settings
 
 # A file whose pattern prompt lookup can draft from: the continuation repeats earlier n-grams.

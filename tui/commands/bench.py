@@ -45,7 +45,7 @@ def _positive(text: str) -> int:
 
 
 def _kinds(text: str) -> tuple[str, ...]:
-    from specterm.engine.bench import TASK_KINDS  # light: no llama.cpp
+    from specterm.engine.bench.runner import TASK_KINDS  # light: no llama.cpp
 
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in TASK_KINDS]
@@ -86,7 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
 
 
 def build_tasks(args: argparse.Namespace, settings: Settings):
-    from specterm.engine.bench import builtin_tasks, fim_tasks
+    from specterm.engine.bench.runner import builtin_tasks, fim_tasks
 
     if args.paths:
         if args.kinds and "fim" not in args.kinds:
@@ -113,8 +113,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "bench measures the local llama.cpp engine (it times target and draft passes itself); "
             "run it on the machine that serves the model, or with --backend local."
         )
-    from specterm.engine.bench import Bench
-    from specterm.engine.local import LocalEngine
+    from specterm.engine.bench.runner import Bench
+    from specterm.engine.llamacpp.local import LocalEngine
 
     tasks = build_tasks(args, settings)
     plot_path = check_plot_target(args.plot) if args.plot else None

@@ -72,11 +72,11 @@ def make_engine(settings: Settings, *, on_progress: Callable[[str, float], None]
     """The engine the configuration asks for."""
     backend = settings.engine.backend
     if backend == "local":
-        from specterm.engine.local import LocalEngine  # deferred: loads llama.cpp
+        from specterm.engine.llamacpp.local import LocalEngine  # deferred: loads llama.cpp
 
         return LocalEngine(settings.engine_settings(), on_progress=on_progress)
     if backend == "openai":
-        from specterm.engine.remote import RemoteEngine  # deferred: only the remote backend needs httpx
+        from specterm.engine.remote.engine import RemoteEngine  # deferred: only the remote backend needs httpx
 
         return RemoteEngine(settings.remote_settings())
     raise ConfigError(

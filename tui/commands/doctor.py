@@ -15,7 +15,7 @@ import json
 import sys
 from typing import TextIO
 
-from specterm.engine.report import ModelReport, PairReport, build_report
+from specterm.engine.llamacpp.report import ModelReport, PairReport, build_report
 
 from ..cli import version_string
 from ..config import ConfigError, Settings, check_model_files, user_config_path
@@ -201,8 +201,8 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
 
 
 def run_remote(args: argparse.Namespace, settings: Settings) -> int:
-    """[engine] backend = "openai": check the server (engine/remote_doctor.py), not model files."""
-    from specterm.engine.remote_doctor import check_remote
+    """[engine] backend = "openai": check the server (engine/remote/doctor.py), not model files."""
+    from specterm.engine.remote.doctor import check_remote
 
     progress = TtyProgress()
     progress(f"contacting {settings.engine.url or '(no url)'}")

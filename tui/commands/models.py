@@ -5,7 +5,7 @@ Face cache, and an estimate of the memory each pair needs at the configured cont
 (a GGUF path, or a pulled pair's name): every downloaded GGUF, checked with the engine's pairing
 check as a draft for that target — the way LM Studio filters its draft-model list.
 
-Memory figures come from `engine/memory.py`, the arithmetic `specterm doctor` uses: weights (file
+Memory figures come from `engine/llamacpp/memory.py`, the arithmetic `specterm doctor` uses: weights (file
 size) plus both models' KV cache at the configured context and KV type.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from specterm.engine.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
+from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 from specterm.engine.errors import EngineError
 
 from ..config import Settings
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 # --- the catalogue listing ----------------------------------------------------------------------
 def _file_state(mf: ModelFile) -> dict[str, Any]:
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     path = hub.cached_path(mf)
     return {
@@ -78,7 +78,7 @@ def _file_state(mf: ModelFile) -> dict[str, Any]:
 
 def _pick_quant(model: CatalogueModel) -> ModelFile:
     """The downloaded quantization when there is one, else the default."""
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     for mf in model.quants.values():
         if hub.cached_path(mf) is not None:
@@ -87,7 +87,7 @@ def _pick_quant(model: CatalogueModel) -> ModelFile:
 
 
 def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
-    from specterm.engine.memory import kv_cache_bytes
+    from specterm.engine.llamacpp.memory import kv_cache_bytes
 
     return kv_cache_bytes(n_layer=model.layers, ctx=min(ctx, model.context), n_head_kv=model.kv_heads,
                           key_length=model.head_dim, value_length=model.head_dim, kv_type=kv_type)
@@ -95,8 +95,8 @@ def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
 
 def machine() -> dict[str, Any]:
     """What memory estimates are compared with: GPU offload support and physical RAM."""
-    from specterm.engine.llama import gpu_offload_supported
-    from specterm.engine.memory import system_ram
+    from specterm.engine.llamacpp.model import gpu_offload_supported
+    from specterm.engine.llamacpp.memory import system_ram
 
     ram = system_ram()  # the same figure doctor compares with
     return {"gpu_offload": gpu_offload_supported(), "ram_bytes": ram}
@@ -136,7 +136,7 @@ def catalogue_listing(catalogue: Catalogue, settings: Settings) -> dict[str, Any
             "memory": {"weights_bytes": weights, "kv_cache_bytes": kv, "total_bytes": weights + kv,
                        "fits": _fits(weights + kv, where)},
         })
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     other = [
         {"repo": g.repo, "file": g.file, "path": str(g.path), "size_bytes": g.size_bytes}
@@ -186,7 +186,7 @@ def resolve_target(name: str, catalogue: Catalogue) -> Path:
             raise EngineError(f"The target file {name} does not exist.",
                               hint="Give a GGUF file path or a pair name from `specterm models`.")
         return path.absolute()
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     pair: Pair = catalogue.pair(name)  # CatalogueError lists the nearest names
     for mf in pair.target.quants.values():
@@ -206,7 +206,7 @@ class _Candidate:
 
 def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
     """Downloaded GGUFs: the Hugging Face cache, the target's own folder, the configured draft."""
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     seen = {os.path.realpath(target)}
     found: list[_Candidate] = []
@@ -229,7 +229,7 @@ def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
 
 
 def drafts_for(target: Path, settings: Settings) -> dict[str, Any]:
-    from specterm.engine.report import build_report
+    from specterm.engine.llamacpp.report import build_report
     from specterm.engine.settings import DraftSettings
 
     base = settings.engine_settings()

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from specterm.engine.catalogue import ModelFile, Pair, load_catalogue
+from specterm.engine.models.catalogue import ModelFile, Pair, load_catalogue
 from specterm.engine.errors import ModelLoadError
 
 from ..config import Settings, user_config_path
@@ -44,7 +44,7 @@ def add_parser(subparsers, parents) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from specterm.engine import hub
+    from specterm.engine.models import hub
 
     pair = load_catalogue().pair(args.name)
     target_file = pair.target.file(args.quant)

@@ -92,7 +92,7 @@ class StatusBar(Static):
         acc_session = percent(self.figure("acceptance", m.session))
         tpp = self.figure("tokens_per_pass", current)
         tps = self.figure("tokens_per_second", current)
-        if m.draft in ("server", "unknown"):  # a remote backend (engine/remote.py) drafts on its own
+        if m.draft in ("server", "unknown"):  # a remote backend (engine/remote/engine.py) drafts on its own
             draft = f"draft: {m.draft}"
         elif m.draft == "none":
             draft = "draft none"

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import EngineError
+from ..errors import EngineError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -146,7 +146,7 @@ def _casefold_get(quants: dict[str, ModelFile], quant: str) -> ModelFile | None:
 def load_catalogue(path: str | Path | None = None) -> Catalogue:
     """Read and validate the catalogue (the packaged one unless `path` is given)."""
     if path is None:
-        resource = resources.files("specterm.engine") / CATALOGUE_FILE
+        resource = resources.files("specterm.engine.models") / CATALOGUE_FILE
         source = str(resource)
         try:
             text = resource.read_text(encoding="utf-8")

@@ -4,8 +4,8 @@ different word."""
 
 from __future__ import annotations
 
-from .errors import PairingError
-from .llama import Model
+from ..errors import PairingError
+from .model import Model
 
 MAX_VOCAB_SIZE_DIFF = 128  # Qwen2.5 sizes differ by exactly this much padding
 FIRST_CHECKED_TOKEN = 5  # low ids are often differently assigned control tokens

@@ -13,11 +13,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
-from .errors import EngineError
-from .remote import RemoteEngine, RemoteSettings, ServerHTTPError, ServerInfo, normalise_url
-from .requests import Finished, GenerateRequest, TextDelta
+from ..errors import EngineError
+from .engine import RemoteEngine, RemoteSettings, ServerHTTPError, ServerInfo, normalise_url
+from ..requests import Finished, GenerateRequest, TextDelta
 from .server_stats import describe_acceptance
-from .settings import SamplingSettings
+from ..settings import SamplingSettings
 
 PROBE_PROMPT = "def add(a, b):\n    "
 PROBE_TOKENS = 16

@@ -23,12 +23,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
-from .drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from .errors import EngineError, ModelLoadError
-from .fim import InlineStops, build_fim_prompt, finish_completion
-from .llama import Model, gpu_offload_supported, set_verbose
+from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
+from ..errors import EngineError, ModelLoadError
+from ..fim import InlineStops, build_fim_prompt, finish_completion
+from .model import Model, gpu_offload_supported, set_verbose
 from .pairing import check_pair
-from .requests import (
+from ..requests import (
     ChatRequest,
     CompletionRequest,
     EngineInfo,
@@ -38,9 +38,9 @@ from .requests import (
     StatsUpdate,
     TextDelta,
 )
-from .settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
-from .speculative import GenerationJob, SpeculativeDecoder
-from .stats import Stats
+from ..settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
+from ..speculative import GenerationJob, SpeculativeDecoder
+from ..stats import Stats
 
 ProgressFn = Callable[[str, float], None]
 

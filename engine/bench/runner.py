@@ -40,8 +40,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .requests import ChatMessage, ChatRequest, CompletionRequest, GenerateRequest, Request
-from .stats import Stats
+from ..requests import ChatMessage, ChatRequest, CompletionRequest, GenerateRequest, Request
+from ..stats import Stats
 
 # -- the theory ----------------------------------------------------------------------------------
 

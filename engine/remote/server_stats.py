@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .stats import Stats
+from ..stats import Stats
 
 NOT_REPORTED = "not reported by server"
 

@@ -20,8 +20,9 @@ import numpy as np
 
 import llama_cpp as lc
 
-from .errors import ContextOverflowError, ModelLoadError
-from .settings import ModelSettings
+from ..errors import ContextOverflowError, ModelLoadError
+from ..model import FimTokens
+from ..settings import ModelSettings
 
 GGUF_MAGIC = b"GGUF"
 _KV_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
@@ -116,18 +117,6 @@ def check_gguf_file(path: str, *, what: str = "model") -> None:
             f"The {what} file {path} has a damaged GGUF header (version {version}).",
             hint="Download the file again; it is corrupt or truncated.",
         )
-
-
-@dataclass(frozen=True)
-class FimTokens:
-    """Fill-in-the-middle special tokens of a model (-1 where absent)."""
-
-    pre: int
-    suf: int
-    mid: int
-    pad: int = -1
-    rep: int = -1
-    sep: int = -1
 
 
 class Model:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalogue import ModelFile
-from .errors import EngineError, ModelLoadError
-from .settings import ModelSettings
+from ..errors import EngineError, ModelLoadError
+from ..settings import ModelSettings
 
 
 class OfflineError(EngineError):
@@ -139,7 +139,7 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 
 def verify_gguf(path: str | Path, *, what: str = "model") -> None:
     """A loadable GGUF: right magic, sane header, and llama.cpp loads its metadata and vocabulary."""
-    from .llama import Model
+    from ..llamacpp.model import Model
 
     model = Model.load(ModelSettings(path=str(path), gpu_layers=0), vocab_only=True, what=what)
     model.close()
@@ -147,8 +147,8 @@ def verify_gguf(path: str | Path, *, what: str = "model") -> None:
 
 def check_pair_files(target: str | Path, draft: str | Path) -> None:
     """Load both vocabularies and run the engine's pairing check (raises PairingError)."""
-    from .llama import Model
-    from .pairing import check_pair
+    from ..llamacpp.model import Model
+    from ..llamacpp.pairing import check_pair
 
     t = Model.load(ModelSettings(path=str(target), gpu_layers=0), vocab_only=True, what="target")
     try:

@@ -39,8 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from .errors import BackendUnavailableError, ContextOverflowError, EngineError
-from .requests import (
+from ..errors import BackendUnavailableError, ContextOverflowError, EngineError
+from ..requests import (
     ChatRequest,
     CompletionRequest,
     EngineInfo,
@@ -58,8 +58,8 @@ from .server_stats import (
     spec_counters,
     stats_from_timings,
 )
-from .settings import DraftSettings, SamplingSettings
-from .stats import Stats
+from ..settings import DraftSettings, SamplingSettings
+from ..stats import Stats
 
 ServerKind = Literal["llama-server", "vllm", "llama-cpp-python", "openai-compatible"]
 FimMode = Literal["auto", "infill", "completion"]

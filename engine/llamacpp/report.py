@@ -17,9 +17,9 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .errors import EngineError, PairingError
+from ..errors import EngineError, PairingError
 from .memory import model_kv_cache_bytes, system_ram
-from .settings import DEMO_TARGET, EngineSettings, ModelSettings
+from ..settings import DEMO_TARGET, EngineSettings, ModelSettings
 
 
 
@@ -96,7 +96,7 @@ class PairReport:
 
 def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairReport:
     """Inspect the configured pair. Never raises for a bad model: failures become `problems`."""
-    from .llama import gpu_offload_supported, set_verbose  # deferred: importing llama.cpp takes a moment
+    from .model import gpu_offload_supported, set_verbose  # deferred: importing llama.cpp takes a moment
 
     set_verbose(settings.verbose)
     gpu = gpu_offload_supported()
@@ -174,7 +174,7 @@ def _is_demo(path: str) -> bool:
 
 
 def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model | None
-    from .llama import Model
+    from .model import Model
 
     try:
         return Model.load(settings, vocab_only=True, what=what)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from .errors import ModelLoadError
+from ..errors import ModelLoadError
 
 DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

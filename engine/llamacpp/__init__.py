@@ -1,0 +1,1 @@
+"""The in-process llama.cpp backend: the only wing that imports llama_cpp (model, local engine, pairing, memory, demo, doctor report)."""
