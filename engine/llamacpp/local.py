@@ -25,7 +25,8 @@ from typing import AsyncIterator, Callable
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..errors import EngineError, ModelLoadError
-from ..fim import InlineStops, build_fim_prompt, finish_completion
+from ..completion import InlineStops, finish_completion
+from .fim_prompt import build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
 from .pairing import check_pair
 from ..requests import (

@@ -7,7 +7,8 @@ import pytest
 from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
-from specterm.engine.fim import build_fim_prompt, drop_suffix_repeat, finish_completion
+from specterm.engine.completion import InlineStops, drop_suffix_repeat, finish_completion, worth_caching
+from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.speculative import HealIndex
 
@@ -144,6 +145,43 @@ def test_finish_completion_stops_at_the_end_of_the_block_and_the_line_cap():
     text = "x = 1\n        y = 2\n    def g(self):\n        pass"
     assert finish_completion(text, req) == "x = 1\n        y = 2"
     many = "\n".join(f"        v{i} = {i}" for i in range(10))
-    assert finish_completion("a = 0\n" + many, req).count("\n") == 3
+    # one line rule for every backend: at most max_lines lines, the cursor line's rest the first
+    assert finish_completion("a = 0\n" + many, req) == "a = 0\n        v0 = 0\n        v1 = 1"
+    # a blank lead-in (the suggestion starts on the next line) does not count
+    assert finish_completion("\n" + many, req) == "\n" + "\n".join(many.split("\n")[:3])
     single = CompletionRequest(prefix="x = ", suffix="", multiline=False)
     assert finish_completion("1\ny = 2", single) == "1"
+    after_colon = CompletionRequest(prefix="def f():", suffix="", multiline=False)
+    assert finish_completion("\n    return 1\n    x = 2", after_colon) == "\n    return 1"
+
+
+def test_the_stop_check_and_the_finished_text_apply_the_same_line_cap():
+    """Generation stops (InlineStops) exactly when finish_completion would cut: no line generated
+    that is then thrown away, none cut that the cap allows."""
+    for multiline, max_lines in ((True, 1), (True, 3), (False, 16)):
+        req = CompletionRequest(prefix="    ", suffix="", multiline=multiline, max_lines=max_lines)
+        stops = InlineStops(req)
+        for lead in ("", "\n"):
+            text, stopped_at = lead, None
+            for i in range(6):
+                text += ("    " if i or lead else "") + f"v{i} = {i}\n"
+                if stops(text):
+                    stopped_at = text
+                    break
+            assert stopped_at is not None
+            cap = max_lines if multiline else 1
+            assert finish_completion(stopped_at, req).count("\n") == cap - 1 + len(lead)
+
+
+def test_cursor_in_indentation_adds_no_blanks_whatever_the_backend_sent():
+    req = CompletionRequest(prefix="def f():\n    ", suffix="")
+    assert finish_completion("    return 1", req) == "return 1"
+    assert finish_completion("return 1", req) == "return 1"
+
+
+def test_a_completion_cut_before_any_text_is_not_worth_caching():
+    assert not worth_caching("time", "")
+    assert worth_caching("time", "x = 1")
+    assert worth_caching("eos", "")
+    assert not worth_caching("error", "partial")
+    assert not worth_caching("cancelled", "x")

@@ -1,7 +1,7 @@
 """Ghost-text rules without a widget: what is shown, what a partial accept takes, the cache."""
 
 from specterm.engine import CompletionRequest
-from specterm.engine.fim import finish_completion
+from specterm.engine.completion import finish_completion
 from specterm.tui.widgets.ghost import CompletionCache, next_line, next_word, visible_ghost
 
 

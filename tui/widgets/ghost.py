@@ -10,7 +10,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from specterm.engine.fim import drop_suffix_repeat
+from specterm.engine.completion import drop_suffix_repeat
 
 # How much text around the cursor goes into a request (and into the cache key). Bounded so a huge
 # file neither blows the context window nor makes hashing slow; the engine trims further if needed.

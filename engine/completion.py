@@ -1,0 +1,195 @@
+"""Every backend-neutral rule for an inline completion, in one place.
+
+The local llama.cpp engine and the remote (HTTP) engine both apply these rules to the text they
+generate, so a suggestion looks the same whichever backend wrote it; the editor's live ghost text
+uses `drop_suffix_repeat` from here too. Only rules that need the model itself (token healing,
+masking a token that would add indentation) live with the backend (engine/llamacpp/fim_prompt.py
+and the decoder).
+
+The prompt budget (keep what is nearest the cursor): a fill-in-the-middle prompt may use the
+context minus the completion's max_tokens and a small margin. The suffix gets at most a quarter of
+it, keeping its *start*; the prefix gets the rest, keeping its *end*; other files get only what is
+left, nearest first, each trimmed from its end. So a huge file still completes with full local
+context, against a local model or a server with a small context alike.
+
+The line rule (one rule for every backend): a suggestion shows at most `max_lines` lines, one in
+single-line mode. The rest of the cursor's line is the first line, except when the suggestion
+writes nothing there (it starts with a line break): that blank lead-in does not count, so a
+suggestion after `def f():` may still be the next line. Why this rule: the cap is what the user
+sees, and single-line mode is the same rule with a cap of one.
+
+Then: the suggestion ends at the end of the cursor's block (a line indented less than the cursor's
+line), and at a line that repeats the line after the cursor; text that merely repeats what follows
+the cursor is dropped; trailing blank lines go; when the cursor sits at the end of a line's
+indentation, the suggestion adds no more blanks there (the user's indentation wins).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .requests import CompletionRequest
+
+MARGIN = 8
+MIN_BUDGET = 16
+
+
+def prompt_budget(n_ctx: int, max_tokens: int) -> int:
+    """Tokens a FIM prompt may use in a context of `n_ctx` while leaving room for the reply."""
+    return max(n_ctx - max_tokens - MARGIN, MIN_BUDGET)
+
+
+def suffix_share(budget: int) -> int:
+    """The most tokens the text after the cursor may take of a prompt budget."""
+    return budget // 4
+
+
+def cut_text(text: str, fraction: float, keep: Literal["start", "end"]) -> str:
+    """About `fraction` of `text` (by characters), keeping its start or its end, cut at a line
+    break when one is near. Used to shrink a prompt part towards a token count."""
+    n = max(int(len(text) * fraction), 0)
+    if n >= len(text):
+        return text
+    if keep == "end":
+        part = text[len(text) - n:]
+        nl = part.find("\n")
+        return part[nl + 1:] if 0 <= nl < len(part) // 8 else part
+    part = text[:n]
+    nl = part.rfind("\n")
+    return part[: nl + 1] if nl >= 0 and nl > len(part) - len(part) // 8 else part
+
+
+def cursor_in_indentation(prefix: str) -> bool:
+    line = prefix.rsplit("\n", 1)[-1]
+    return bool(line) and not line.strip()
+
+
+def line_indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def following_lines(suffix: str, n: int) -> list[str]:
+    """The first `n` non-blank lines after the cursor's line: what a model that "completes" by
+    re-emitting the code that follows would write next."""
+    return [ln for ln in suffix.split("\n")[1:] if ln.strip()][:n]
+
+
+def lead_in(lines: list[str]) -> int:
+    """1 when the first of a suggestion's lines is a blank lead-in (the suggestion starts with a
+    line break and writes nothing on the cursor's line), else 0: such a line does not count."""
+    return 1 if len(lines) > 1 and not lines[0].strip() else 0
+
+
+class InlineStops:
+    """The rules above as a stop check on a growing text, so generation ends as soon as the
+    suggestion is complete: the line cap, the end of the cursor's block, and a line that repeats
+    the line after the cursor. Returns "stop" or None."""
+
+    def __init__(self, req: CompletionRequest) -> None:
+        self.line_cap = max(1, req.max_lines) if req.multiline else 1
+        cur = req.prefix.rsplit("\n", 1)[-1]
+        self.block_indent = line_indent(cur) if cur.strip() else len(cur)
+        self.next_lines = following_lines(req.suffix, 3)
+
+    def __call__(self, text: str) -> str | None:
+        if "\n" not in text:
+            return None
+        done = text.split("\n")[:-1]  # lines completed so far
+        if len(done) - lead_in(done + [""]) >= self.line_cap:
+            return "stop"
+        for ln in done[1:]:
+            if ln.strip() and line_indent(ln) < self.block_indent:
+                return "stop"
+        if self.next_lines and len(done) >= 2 and done[-1].strip() and \
+                done[-1].strip() == self.next_lines[0].strip():
+            return "stop"
+        return None
+
+
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _unmatched_closers(text: str) -> int:
+    """How many closing brackets in `text` close something opened before it (outside `text`)."""
+    stack: list[str] = []
+    unmatched = 0
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _OPENERS:
+            if stack and stack[-1] == _OPENERS[ch]:
+                stack.pop()
+            else:
+                unmatched += 1
+    return unmatched
+
+
+def _repeated_tail_start(lines: list[str], suffix: str) -> int | None:
+    """The index of the first of `lines` in the longest tail (never the first line) that equals,
+    indentation and blank lines aside, the lines following the cursor's line; None if no tail
+    does."""
+    ahead = [ln.strip() for ln in following_lines(suffix, len(lines))]
+    for start in range(1, len(lines)):
+        tail = [ln.strip() for ln in lines[start:] if ln.strip()]
+        if tail and lines[start].strip() and tail == ahead[: len(tail)]:
+            return start
+    return None
+
+
+def drop_suffix_repeat(text: str, suffix: str) -> str:
+    """`text` (a suggestion at the cursor, finished or still streaming) without what merely repeats
+    `suffix` (the document after the cursor); "" when nothing new is left.
+
+    Models often "complete" by re-emitting code that is already there. The one place these rules
+    live, for every backend's final completion text and the editor's live ghost text alike:
+
+    - trailing lines equal to the lines after the cursor's line are cut (compared without
+      indentation, blank lines skipped; the longest such tail; the first line always stays);
+    - a one-line suggestion that ends with the rest of the cursor line loses that ending
+      (`f(` + `a, b)` before `)`), unless its own brackets need it (`f(` + `g(1)` keeps its `)`);
+    - a suggestion the text after the cursor already starts with (leading blanks aside) is "".
+    """
+    lines = text.split("\n")
+    start = _repeated_tail_start(lines, suffix)
+    if start is not None:
+        lines = lines[:start]
+        while len(lines) > 1 and not lines[-1].strip():
+            lines.pop()
+        text = "\n".join(lines).rstrip(" \t")
+    rest = suffix.split("\n", 1)[0].strip()
+    if rest and "\n" not in text and text.endswith(rest):
+        closers = sum(ch in _OPENERS for ch in rest)
+        if _unmatched_closers(text) >= closers:
+            text = text[: len(text) - len(rest)]
+    if text.strip() and suffix.lstrip().startswith(text.strip()):
+        return ""
+    return text
+
+
+def finish_completion(text: str, req: CompletionRequest) -> str:
+    """Cut a finished completion (from any backend) to what is worth showing inline: the line cap,
+    the cursor's block, trailing blanks, the user's indentation, then `drop_suffix_repeat`."""
+    stops = InlineStops(req)
+    lines = text.split("\n")
+    lead = lead_in(lines)
+    lines = lines[: lead + stops.line_cap]
+    keep = [lines[0]]
+    for ln in lines[1:]:
+        if ln.strip() and line_indent(ln) < stops.block_indent:
+            break
+        keep.append(ln)
+    while len(keep) > 1 and not keep[-1].strip():
+        keep.pop()
+    if cursor_in_indentation(req.prefix):
+        keep[0] = keep[0].lstrip(" \t")
+    out = drop_suffix_repeat("\n".join(keep), req.suffix)
+    return out.rstrip() if "\n" in out else out
+
+
+def worth_caching(reason: str, text: str) -> bool:
+    """Whether a finished completion may be cached for its cursor: a complete answer, or one the
+    time budget cut after some text. A completion cut before any text (a cold server still reading
+    the prompt) is not an answer, and caching it would hide every later one."""
+    if reason in ("eos", "length", "stop"):
+        return True
+    return reason == "time" and bool(text)
