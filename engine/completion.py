@@ -26,9 +26,11 @@ indentation, the suggestion adds no more blanks there (the user's indentation wi
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Literal
 
-from .requests import CompletionRequest
+from .requests import CompletionRequest, ContextFile
 
 MARGIN = 8
 MIN_BUDGET = 16
@@ -57,6 +59,70 @@ def cut_text(text: str, fraction: float, keep: Literal["start", "end"]) -> str:
     part = text[:n]
     nl = part.rfind("\n")
     return part[: nl + 1] if nl >= 0 and nl > len(part) - len(part) // 8 else part
+
+
+# Where no tokenizer is at hand (a server without a tokenize endpoint), a prompt part is counted
+# as one token per two UTF-8 bytes: code tokenizers average 3-4 bytes a token on source code, so
+# this over-counts and the prompt fits; a token is never less than one byte, the exact worst case.
+SAFE_BYTES_PER_TOKEN = 2.0
+
+TokenCount = Callable[[str], Awaitable[int]]
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8")) / SAFE_BYTES_PER_TOKEN)
+
+
+async def fit_to_tokens(text: str, limit: int, keep: Literal["start", "end"],
+                        count: TokenCount) -> tuple[str, int]:
+    """`text` cut (keeping its start or end) to at most `limit` tokens by `count`; returns the
+    text and its token count (an upper bound when it fitted without counting)."""
+    if limit <= 0 or not text:
+        return "", 0
+    size = len(text.encode("utf-8"))
+    if size <= limit:  # a token is at least one byte: it fits without asking the tokenizer
+        return text, size
+    n = await count(text)
+    for _ in range(8):
+        if n <= limit:
+            return text, n
+        text = cut_text(text, limit / n * 0.95, keep)
+        n = await count(text) if text else 0
+    return (text, n) if n <= limit else ("", 0)
+
+
+@dataclass(frozen=True)
+class FimText:
+    """What of a completion request's text goes into a prompt, after the budget."""
+
+    prefix: str
+    suffix: str
+    context_files: tuple[ContextFile, ...]
+
+
+FILE_HEADER_TOKENS = 16  # a context file's path line and separator
+
+
+async def fit_fim_text(req: CompletionRequest, budget: int, count: TokenCount) -> FimText:
+    """The budget rule above on text: suffix first (a quarter at most, its start), then the
+    prefix (the rest, its end), then other files in the order given (nearest first), each from
+    its start, while room is left."""
+    whole = req.prefix + req.suffix + "".join(f.path + f.text for f in req.context_files)
+    if len(whole.encode("utf-8")) + FILE_HEADER_TOKENS * len(req.context_files) <= budget:
+        return FimText(req.prefix, req.suffix, req.context_files)
+    suffix, n_suffix = await fit_to_tokens(req.suffix, suffix_share(budget), "start", count)
+    prefix, n_prefix = await fit_to_tokens(req.prefix, budget - n_suffix, "end", count)
+    room = budget - n_suffix - n_prefix
+    files: list[ContextFile] = []
+    for cf in req.context_files:
+        if room <= 2 * FILE_HEADER_TOKENS:
+            break
+        text, n = await fit_to_tokens(cf.text, room - FILE_HEADER_TOKENS, "start", count)
+        if not text:
+            break
+        files.append(ContextFile(cf.path, text))
+        room -= n + FILE_HEADER_TOKENS
+    return FimText(prefix, suffix, tuple(files))
 
 
 def cursor_in_indentation(prefix: str) -> bool:

@@ -36,6 +36,7 @@ from specterm.engine import (
 )
 
 from .config import ConfigError, Settings, load_settings, user_config_path
+from .engine_factory import make_engine
 from .screens.choice import ChoiceScreen
 from .screens.stats import StatsScreen
 from .textfile import FileLoadError, TextFile
@@ -217,16 +218,8 @@ class SpectermApp(App[int]):
     async def _start_engine(self) -> None:
         engine = self.engine
         try:
-            if engine is None:
-                if self.settings.engine.backend == "openai":  # an OpenAI-compatible server
-                    from specterm.engine.remote.engine import RemoteEngine
-
-                    engine = RemoteEngine(self.settings.remote_settings())
-                else:
-                    from specterm.engine.llamacpp.local import LocalEngine  # only here: tests may bring their own
-
-                    engine = LocalEngine(self.settings.engine_settings(), on_progress=self._progress)
-                self.engine = engine
+            if engine is None:  # tests may bring their own
+                engine = self.engine = make_engine(self.settings, on_progress=self._progress)
             await engine.start()
         except EngineError as err:
             self.status_model.state = "error"

@@ -32,6 +32,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from specterm.engine.errors import EngineError
 from specterm.engine.settings import (
     DEMO_TARGET,
     DraftSettings,
@@ -42,7 +43,7 @@ from specterm.engine.settings import (
 )
 
 if TYPE_CHECKING:
-    from specterm.engine.remote.engine import RemoteSettings
+    from specterm.engine.remote.settings import RemoteSettings
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
@@ -238,7 +239,7 @@ class Settings:
     @property
     def demo(self) -> bool:
         """True when the target is the built-in demo model, not a model the user chose."""
-        return self.model.target == DEMO_TARGET
+        return self.engine.backend == "local" and self.model.target == DEMO_TARGET
 
     @property
     def files_read(self) -> tuple[Path, ...]:
@@ -298,13 +299,14 @@ class Settings:
     def remote_settings(self, env: Mapping[str, str] | None = None) -> "RemoteSettings":
         """The remote engine's view ([engine] backend = "openai"): the URL, and the API key read
         from the environment variable that [engine] api_key_env names (never from a file)."""
-        from specterm.engine.remote.engine import RemoteSettings  # only the remote backend needs httpx
+        from specterm.engine.remote.settings import RemoteSettings  # only the remote backend needs httpx
 
         env = os.environ if env is None else env
         name = self.engine.api_key_env.strip()
         p = self.sampling
         return RemoteSettings(
             url=self.engine.url,
+            n_ctx=self.model.ctx,  # the prompt budget's context when the server does not report its own
             api_key=(env.get(name) or None) if name else None,
             api_key_env=name or None,
             sampling=SamplingSettings(
@@ -598,6 +600,14 @@ def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) ->
                 f"'{low}' ({merged[low]}, from {origins.get(low, BUILTIN_LABEL)}) must not exceed "
                 f"'{high}' ({merged[high]}, from {origins.get(high, BUILTIN_LABEL)})."
             )
+    if merged["engine.backend"] == "openai":  # a URL that cannot work is a config error, not a hang
+        from specterm.engine.remote.url import normalise_url  # plain urllib: no HTTP client loaded
+
+        try:
+            normalise_url(merged["engine.url"])
+        except EngineError as err:
+            origin = origins.get("engine.url", BUILTIN_LABEL)
+            raise ConfigError(f"{err.message} (set in {origin}). {err.hint or ''}".strip()) from None
 
 
 def check_model_files(settings: Settings) -> None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from ..errors import EngineError
-from .engine import RemoteEngine, RemoteSettings, ServerHTTPError, ServerInfo, normalise_url
 from ..requests import Finished, GenerateRequest, TextDelta
-from .server_stats import describe_acceptance
 from ..settings import SamplingSettings
+from .client import ServerHTTPError
+from .engine import RemoteEngine
+from .server_stats import describe_acceptance
+from .settings import RemoteSettings, ServerInfo
 
 PROBE_PROMPT = "def add(a, b):\n    "
 PROBE_TOKENS = 16
@@ -107,15 +109,15 @@ class RemoteReport:
             out.write("\nOK: the server answers and generates.\n")
 
 
-async def check_remote(settings: RemoteSettings) -> RemoteReport:
-    """Connect, identify, and time one short completion. Never raises for server trouble."""
+async def check_remote(settings: RemoteSettings, make_engine: Callable[[], RemoteEngine]) -> RemoteReport:
+    """Connect, identify, and time one short completion. Never raises for server trouble.
+    `make_engine` is the application's engine factory, so doctor builds the engine the app would."""
     try:
-        url = normalise_url(settings.url)
+        engine = make_engine()  # an unusable URL is reported here
     except EngineError as err:
         return RemoteReport(url=settings.url or "(none)", api_key_env=settings.api_key_env,
                             api_key_set=bool(settings.api_key), problem=str(err))
-    report = RemoteReport(url=url, api_key_env=settings.api_key_env, api_key_set=bool(settings.api_key))
-    engine = RemoteEngine(settings)
+    report = RemoteReport(url=engine.root, api_key_env=settings.api_key_env, api_key_set=bool(settings.api_key))
     try:
         try:
             await engine.start()

@@ -8,14 +8,10 @@ import time
 import pytest
 
 from specterm.engine import BackendUnavailableError, EngineError, GenerateRequest
-from specterm.engine.remote.engine import (
-    RemoteEngine,
-    RemoteSettings,
-    _LineLimiter,
-    build_fim_prompt,
-    fim_template_for,
-    normalise_url,
-)
+from specterm.engine import CompletionRequest
+from specterm.engine.completion import InlineStops, finish_completion
+from specterm.engine.remote.engine import RemoteEngine, RemoteSettings, normalise_url
+from specterm.engine.remote.templates import fill_template, fim_template_for
 
 from remote_servers import free_port, run_specterm
 
@@ -36,7 +32,9 @@ def test_normalise_url(given, root):
     assert normalise_url(given) == root
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "ftp://host/x", "http://"])
+@pytest.mark.parametrize("bad", ["", "   ", "ftp://host/x", "http://", "http://127.0.0.1:999999",
+                                 "http://127.0.0.1:65536", "http://127.0.0.1:0", "http://127.0.0.1:port",
+                                 "http://127.0.0.1:-1", "http://my host:8080"])
 def test_bad_urls_name_the_setting(bad):
     with pytest.raises(EngineError) as err:
         normalise_url(bad)
@@ -49,21 +47,24 @@ def test_fim_templates_by_family():
     assert fim_template_for("deepseek-coder-6.7b-base").startswith("<｜fim▁begin｜>")
     assert fim_template_for("Codestral-22B").startswith("[SUFFIX]")
     assert fim_template_for("SmolLM2-135M-Instruct.Q4_1.gguf").startswith("<fim_prefix>")
-    prompt = build_fim_prompt(fim_template_for("qwen"), "def f(", "):\n", context="# ctx\n")
+    prompt = fill_template(fim_template_for("qwen"), "def f(", "):\n", context="# ctx\n")
     assert prompt == "# ctx\n<|fim_prefix|>def f(<|fim_suffix|>):\n<|fim_middle|>"
 
 
-def test_line_limiter_single_line_keeps_a_leading_newline():
-    lim = _LineLimiter(multiline=False, max_lines=16)
-    assert lim.feed("\n    return") == ("\n    return", False)
-    assert lim.feed(" a + b\n    x = 1") == (" a + b", True)
-    assert lim.text == "\n    return a + b"
+def test_single_line_keeps_a_leading_newline():
+    """The remote engine applies engine/completion.py's rules: what a server streams is stopped
+    and finished by the same InlineStops and finish_completion as the local engine's text."""
+    req = CompletionRequest(prefix="def add(a, b):", multiline=False, max_lines=16)
+    stops = InlineStops(req)
+    assert stops("\n    return") is None
+    assert stops("\n    return a + b\n    x = 1") == "stop"
+    assert finish_completion("\n    return a + b\n    x = 1", req) == "\n    return a + b"
 
 
-def test_line_limiter_caps_lines():
-    lim = _LineLimiter(multiline=True, max_lines=2)
-    emitted, done = lim.feed("a\nb\nc\nd")
-    assert (emitted, done) == ("a\nb", True)
+def test_line_cap_counts_the_lines_shown():
+    req = CompletionRequest(prefix="", multiline=True, max_lines=2)
+    assert InlineStops(req)("a\nb\nc") == "stop"
+    assert finish_completion("a\nb\nc\nd", req) == "a\nb"
 
 
 async def test_unreachable_server_fails_fast_with_a_clear_message():

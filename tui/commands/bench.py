@@ -114,12 +114,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "run it on the machine that serves the model, or with --backend local."
         )
     from specterm.engine.bench.runner import Bench
-    from specterm.engine.llamacpp.local import LocalEngine
+
+    from ..engine_factory import make_local_engine
 
     tasks = build_tasks(args, settings)
     plot_path = check_plot_target(args.plot) if args.plot else None
     progress = TtyProgress()
-    engine = LocalEngine(settings.engine_settings(), on_progress=progress)
+    engine = make_local_engine(settings, on_progress=progress)
     try:
         engine.load()
         progress.clear()

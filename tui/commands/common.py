@@ -16,7 +16,8 @@ from specterm.engine.errors import EngineError
 from specterm.engine.protocol import Engine
 from specterm.engine.requests import EngineInfo, Finished, Request, TextDelta
 
-from ..config import ConfigError, Settings
+from ..config import Settings
+from ..engine_factory import make_engine
 
 
 class UsageError(Exception):
@@ -66,23 +67,6 @@ def isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def make_engine(settings: Settings, *, on_progress: Callable[[str, float], None] | None = None) -> Engine:
-    """The engine the configuration asks for."""
-    backend = settings.engine.backend
-    if backend == "local":
-        from specterm.engine.llamacpp.local import LocalEngine  # deferred: loads llama.cpp
-
-        return LocalEngine(settings.engine_settings(), on_progress=on_progress)
-    if backend == "openai":
-        from specterm.engine.remote.engine import RemoteEngine  # deferred: only the remote backend needs httpx
-
-        return RemoteEngine(settings.remote_settings())
-    raise ConfigError(
-        f"[engine] backend = \"{backend}\" is not available in this version of specterm "
-        f"(set in {settings.origin('engine.backend')}). Use backend = \"local\"."
-    )
 
 
 async def run_one(

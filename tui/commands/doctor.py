@@ -204,10 +204,12 @@ def run_remote(args: argparse.Namespace, settings: Settings) -> int:
     """[engine] backend = "openai": check the server (engine/remote/doctor.py), not model files."""
     from specterm.engine.remote.doctor import check_remote
 
+    from ..engine_factory import make_remote_engine
+
     progress = TtyProgress()
     progress(f"contacting {settings.engine.url or '(no url)'}")
     try:
-        report = asyncio.run(check_remote(settings.remote_settings()))
+        report = asyncio.run(check_remote(settings.remote_settings(), lambda: make_remote_engine(settings)))
     finally:
         progress.clear()
     if args.json:

@@ -1,0 +1,41 @@
+"""The one place an engine is built from the configuration: the CLI commands, the app, the bench
+and doctor all call `make_engine`.
+
+It lives in tui/ because it reads the application's `Settings` and chooses between two wings of
+the engine (engine/llamacpp and engine/remote), which the engine's core may not import. Each
+backend is imported only when chosen: a remote session never loads llama.cpp, a local one never
+loads httpx. `[engine] backend` is checked by the config loader, so there is no third case here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from .config import Settings
+
+if TYPE_CHECKING:
+    from specterm.engine.llamacpp.local import LocalEngine
+    from specterm.engine.protocol import Engine
+    from specterm.engine.remote.engine import RemoteEngine
+
+ProgressFn = Callable[[str, float], None]
+
+
+def make_engine(settings: Settings, *, on_progress: ProgressFn | None = None) -> "Engine":
+    """The engine the configuration asks for (not started). An unusable server URL raises
+    EngineError here, before anything connects."""
+    if settings.engine.backend == "openai":
+        return make_remote_engine(settings)
+    return make_local_engine(settings, on_progress=on_progress)
+
+
+def make_local_engine(settings: Settings, *, on_progress: ProgressFn | None = None) -> "LocalEngine":
+    from specterm.engine.llamacpp.local import LocalEngine  # loads llama.cpp
+
+    return LocalEngine(settings.engine_settings(), on_progress=on_progress)
+
+
+def make_remote_engine(settings: Settings) -> "RemoteEngine":
+    from specterm.engine.remote.engine import RemoteEngine  # needs httpx, never llama.cpp
+
+    return RemoteEngine(settings.remote_settings())
