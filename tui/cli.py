@@ -208,6 +208,11 @@ def _interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
+def one_line(message: str) -> str:
+    """A user-facing message (what went wrong, then what to do) as the one line a script reads."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -216,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     except (ConfigError, EngineError, UsageError) as err:
-        sys.stderr.write(f"specterm: {err}\n")
+        sys.stderr.write(f"specterm: {one_line(str(err))}\n")
         return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (`specterm generate | head -1`): not an error of ours. Point stdout

@@ -47,19 +47,41 @@ class TtyProgress:
             self._shown = False
 
 
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # a buffer or prompt larger than this is not source code
+
+
+def _too_large(size: int, label: str) -> UsageError:
+    return UsageError(f"{label}: {size / 2**20:.0f} MiB is too large; specterm reads text up to "
+                      f"{MAX_TEXT_BYTES // 2**20} MiB.")
+
+
+def _decode(raw: bytes, label: str) -> str:
+    if len(raw) > MAX_TEXT_BYTES:
+        raise _too_large(len(raw), label)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{label}: not UTF-8 text; specterm reads text files only.") from None
+
+
 def read_user_text(path: Path, label: str, hint: str = "") -> str:
     """A UTF-8 text file named on the command line, or a UsageError that says what is wrong.
     `label` names it in messages (the path, or the flag and the path)."""
     try:
-        return path.read_text(encoding="utf-8")
+        if path.is_file() and path.stat().st_size > MAX_TEXT_BYTES:
+            raise _too_large(path.stat().st_size, label)
+        return _decode(path.read_bytes(), label)
     except FileNotFoundError:
         raise UsageError(f"{label}: no such file.{hint}") from None
     except IsADirectoryError:
         raise UsageError(f"{label}: is a folder, not a file.") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{label}: not UTF-8 text; specterm reads text files only.") from None
     except OSError as err:
-        raise UsageError(f"{label}: cannot read it ({err.strerror}).") from None
+        raise UsageError(f"{label}: cannot read it ({err.strerror or err}).") from None
+
+
+def read_stdin_text(label: str = "standard input") -> str:
+    """Standard input as UTF-8 text (read as bytes, so a binary pipe is a UsageError)."""
+    return _decode(sys.stdin.buffer.read(MAX_TEXT_BYTES + 1), label)
 
 
 def isatty(stream: TextIO) -> bool:

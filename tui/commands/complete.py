@@ -3,7 +3,9 @@
 LINE and COL are 1-based; COL counts characters (not bytes) and may be one past the end of the
 line. The file is read from disk, or with `--stdin` from standard input (the editor's unsaved
 buffer), in which case FILE only names it. The completion is printed exactly as the model produced
-it (after the engine's inline trimming) with no added newline unless stdout is a terminal.
+it, after the completion rules every backend applies (engine/completion.py: line cap, block end,
+suffix repeat, trailing blanks), with no added newline unless stdout is a terminal. A completion
+the time budget cut before any text prints nothing (exit 0) and says so on stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from specterm.engine.requests import CompletionRequest
 
 from ..config import Settings
 from .common import (
-    UsageError, add_json_flag, read_user_text, result_json, run_async, run_one, write_text,
+    UsageError, add_json_flag, read_stdin_text, read_user_text, result_json, run_async, run_one, write_text,
 )
 
 NAME = "complete"
@@ -86,7 +88,7 @@ def split_at_cursor(text: str, line: int, col: int, name: str) -> tuple[str, str
 
 def read_buffer(loc: Location, from_stdin: bool) -> str:
     if from_stdin:
-        return sys.stdin.read()
+        return read_stdin_text()
     return read_user_text(loc.file, str(loc.file),
                           " Give an existing file, or pipe the buffer with --stdin.")
 
@@ -109,6 +111,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     loc: Location = args.location
     request = build_request(settings, loc, read_buffer(loc, args.stdin))
     finished, info = run_async(run_one(settings, request))
+    if finished.reason == "time" and not finished.text:
+        budget = settings.completion.time_budget_ms
+        sys.stderr.write(
+            f"specterm: no completion: the {budget} ms time budget ([completion] time_budget_ms) ran out "
+            "before the first token (a cold server may still be reading the prompt); try again or raise it.\n"
+        )
     if args.json:
         print(result_json(finished, info), flush=True)
     else:

@@ -17,6 +17,7 @@ from ..config import Settings
 from .common import (
     UsageError,
     isatty,
+    read_stdin_text,
     read_user_text,
     add_json_flag,
     result_json,
@@ -53,7 +54,7 @@ def read_prompt(args: argparse.Namespace) -> str:
         raise UsageError(
             "generate needs a prompt: give --prompt TEXT or --prompt-file FILE, or pipe it on stdin."
         )
-    return sys.stdin.read()
+    return read_stdin_text()
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
 from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished
+from specterm.engine.completion import worth_caching
 
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
 
@@ -102,7 +103,7 @@ class Completer:
             async for event in engine.stream(request):
                 if self.event_sink is not None:
                     self.event_sink("completion", event)
-                if isinstance(event, Finished) and event.reason in ("eos", "length", "stop", "time"):
+                if isinstance(event, Finished) and worth_caching(event.reason, event.text):
                     self.cache.put(request.prefix, request.suffix, event.text)
                 yield event
         finally:
