@@ -98,9 +98,17 @@ def command_modules() -> list[ModuleType]:
     return [importlib.import_module(name) for name in COMMAND_MODULES]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr and exit 2 (the usage block is in --help), like every other
+    error a script may have to read."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     flags = global_flags()
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="specterm",
         parents=[flags],
         description="A terminal coding assistant for local GGUF models with speculative decoding.",
