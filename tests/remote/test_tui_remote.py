@@ -79,3 +79,31 @@ async def test_server_killed_mid_answer_app_keeps_running_then_answers(own_llama
         await ask(pilot, app, "Say hello.")
         await wait_for(pilot, lambda: len(chat.history) == 2 and not chat.streaming)
         assert chat.history[-1].finished and chat.history[-1].answer.strip()
+
+
+async def test_an_unreachable_server_is_an_error_in_the_status_bar_within_ten_seconds(tmp_path, monkeypatch):
+    """Never a lasting "loading the model": the engine gives up within its 10 s deadline and the
+    status bar says why; nothing claims to be the demo pair."""
+    from remote_servers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    app = remote_app(tmp_path, monkeypatch, url)
+    async with app.run_test(size=(140, 40)) as pilot:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await wait_for(pilot, lambda: app.status_model.state == "error", timeout=12.0)
+        assert loop.time() - t0 < 10.5
+        assert "connection refused" in app.status_model.message
+        status = str(app.query_one(StatusBar).render_status())
+        assert "[demo]" not in status and not app.engine_ready.is_set()
+
+
+async def test_the_status_bar_names_the_server_model_not_the_demo(llama_cpp_server, tmp_path, monkeypatch, demo_model):
+    import os
+
+    app = remote_app(tmp_path, monkeypatch, llama_cpp_server.url)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        status = str(app.query_one(StatusBar).render_status())
+        assert "[demo]" not in status and not app.settings.demo
+        assert app.engine.info.target_name == os.path.basename(demo_model)
