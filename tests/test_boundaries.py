@@ -5,7 +5,9 @@
   library and none of the wings; only engine/llamacpp/ talks to llama.cpp; engine/remote/ never
   loads llama.cpp; nothing outside engine/remote/ (and the CLI's lazy remote imports) needs httpx;
 - installed, everything lives under `specterm.`: no generic top-level `engine`/`tui`/`themes`;
-- headless commands never load Textual (fast start for editor plugins).
+- headless commands never load Textual (fast start for editor plugins);
+- one engine factory: only tui/engine_factory.py imports the engine classes (LocalEngine,
+  RemoteEngine); the CLI, the app, the bench and doctor call it.
 """
 
 from __future__ import annotations
@@ -115,6 +117,31 @@ def test_remote_never_loads_llama_cpp(path: Path):
 def test_only_the_remote_wing_speaks_http(path: Path):
     for name in imported_modules(path, package_of(path)):
         assert name.split(".")[0] not in HTTP_CLIENTS, f"{rel_id(path)} imports {name}"
+
+
+ENGINE_CLASSES = ("specterm.engine.llamacpp.local", "specterm.engine.remote.engine")
+
+
+@pytest.mark.parametrize("path", sources("tui"), ids=rel_id)
+def test_only_the_engine_factory_builds_engines(path: Path):
+    if path == REPO / "tui" / "engine_factory.py":
+        assert set(ENGINE_CLASSES) <= imported_modules(path, package_of(path))
+        return
+    for name in imported_modules(path, package_of(path)):
+        assert not name.startswith(ENGINE_CLASSES), f"{rel_id(path)} imports {name}: use tui/engine_factory.py"
+
+
+def test_no_second_completion_rule_set():
+    """engine/completion.py is the one home of the text rules: no other engine or tui module
+    defines its functions again."""
+    rules = ("def finish_completion", "def drop_suffix_repeat", "class InlineStops", "def following_lines",
+             "def line_indent", "def prompt_budget", "class _LineLimiter")
+    for path in [*sources("engine"), *sources("tui")]:
+        if path == REPO / "engine" / "completion.py":
+            continue
+        text = path.read_text()
+        for rule in rules:
+            assert rule not in text, f"{rel_id(path)} defines {rule!r} again; it lives in engine/completion.py"
 
 
 def run_python(code: str, cwd: Path) -> str:

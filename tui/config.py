@@ -278,7 +278,7 @@ class Settings:
             draft = DraftSettings(
                 kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers)
             )
-        s, p = self.speculative, self.sampling
+        s = self.speculative
         return EngineSettings(
             target=target,
             draft=draft,
@@ -290,28 +290,28 @@ class Settings:
                 ngram_min=s.ngram_min,
                 ngram_max=s.ngram_max,
             ),
-            sampling=SamplingSettings(
-                temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed
-            ),
+            sampling=self.sampling_settings(),
             verbose=self.verbose,
         )
+
+    def sampling_settings(self) -> SamplingSettings:
+        """[sampling] as the engine's type (local and remote engines alike)."""
+        p = self.sampling
+        return SamplingSettings(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed)
 
     def remote_settings(self, env: Mapping[str, str] | None = None) -> "RemoteSettings":
         """The remote engine's view ([engine] backend = "openai"): the URL, and the API key read
         from the environment variable that [engine] api_key_env names (never from a file)."""
-        from specterm.engine.remote.settings import RemoteSettings  # only the remote backend needs httpx
+        from specterm.engine.remote.settings import RemoteSettings  # plain data: no HTTP client loaded
 
         env = os.environ if env is None else env
         name = self.engine.api_key_env.strip()
-        p = self.sampling
         return RemoteSettings(
             url=self.engine.url,
             n_ctx=self.model.ctx,  # the prompt budget's context when the server does not report its own
             api_key=(env.get(name) or None) if name else None,
             api_key_env=name or None,
-            sampling=SamplingSettings(
-                temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed
-            ),
+            sampling=self.sampling_settings(),
         )
 
 
