@@ -130,6 +130,14 @@ def cursor_in_indentation(prefix: str) -> bool:
     return bool(line) and not line.strip()
 
 
+def without_cursor_indentation(prefix: str) -> str:
+    """The prefix without the blanks the cursor line holds so far, when the cursor sits at the end
+    of a line's indentation. A backend that cannot heal tokens (a server) sends this, so the model
+    writes the line's indentation itself instead of ending the line there; `finish_completion`
+    then keeps the user's indentation. The local engine heals the last token instead."""
+    return prefix.rstrip(" \t") if cursor_in_indentation(prefix) else prefix
+
+
 def line_indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 

@@ -34,12 +34,19 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator
 
 import httpx
 
-from ..completion import InlineStops, estimate_tokens, finish_completion, fit_fim_text, prompt_budget
+from ..completion import (
+    InlineStops,
+    estimate_tokens,
+    finish_completion,
+    fit_fim_text,
+    prompt_budget,
+    without_cursor_indentation,
+)
 from ..errors import BackendUnavailableError, EngineError
 from ..requests import (
     ChatRequest,
@@ -113,6 +120,7 @@ class RemoteEngine:
         self._runs: set[_Run] = set()
         self._infill: bool | None = None if settings.fim == "auto" else settings.fim == "infill"
         self._tokenize: bool | None = None  # whether the server's tokenize endpoint works
+        self._template: str | None = settings.fim_template  # None: chosen on the first FIM prompt
         self._start_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -204,6 +212,18 @@ class RemoteEngine:
                 self._tokenize = False  # no such endpoint here: estimate from now on
         return estimate_tokens(text)
 
+    async def _fim_template(self, model: str) -> str:
+        """The family's template, or the prefix alone when the server's tokenizer shows that the
+        model has no such FIM token (as the local engine does for a model without FIM tokens)."""
+        if self._template is None:
+            template = fim_template_for(model)
+            marker = template.split("{", 1)[0].strip()
+            single = await self.count_tokens(marker) <= 2 if marker else True  # a BOS may be counted
+            if self._tokenize is True and not single:
+                template = "{prefix}"
+            self._template = template
+        return self._template
+
     def _budget(self, request: CompletionRequest) -> int:
         n_ctx = (self.server.n_ctx if self.server else None) or self.settings.n_ctx
         return prompt_budget(n_ctx, request.max_tokens)
@@ -257,9 +277,10 @@ class RemoteEngine:
                 "cache_prompt": True,
             }
             return "/infill", body, "native"
-        template = self.settings.fim_template or fim_template_for(model)
+        template = await self._fim_template(model)
         overhead = estimate_tokens(template_overhead(template, request.path))
-        fim = await fit_fim_text(request, budget - overhead, self.count_tokens)
+        healed = replace(request, prefix=without_cursor_indentation(request.prefix))
+        fim = await fit_fim_text(healed, budget - overhead, self.count_tokens)
         body = {"model": model, "prompt": fim_prompt_text(template, fim, request.path),
                 "max_tokens": request.max_tokens, **common, **self._extras()}
         return "/v1/completions", body, "text"
