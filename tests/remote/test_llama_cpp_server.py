@@ -22,6 +22,7 @@ from specterm.engine import (
     GenerateRequest,
     TextDelta,
 )
+from specterm.engine.completion import finish_completion
 from specterm.engine.remote.engine import RemoteEngine, RemoteSettings
 from specterm.engine.remote.server_stats import NOT_REPORTED, describe_acceptance
 
@@ -68,7 +69,10 @@ async def test_streaming_generate_chat_and_fim(llama_cpp_server):
             deltas = [e.text for e in events if isinstance(e, TextDelta)]
             done = events[-1]
             assert len(deltas) >= 2, f"{type(request).__name__} did not stream"
-            assert done.text == "".join(deltas)
+            if isinstance(request, CompletionRequest):  # the completion rules, as on the local engine
+                assert done.text == finish_completion("".join(deltas), request)
+            else:
+                assert done.text == "".join(deltas)
             assert done.reason in ("length", "eos", "stop")
             assert done.error is None
             assert 1 <= done.stats.tokens <= 12
