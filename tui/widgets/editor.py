@@ -194,6 +194,13 @@ class CodeEditor(TextArea):
     def action_dismiss_completion(self) -> None:
         self._dismiss(cancel=True)
 
+    def insert_block(self, block: str) -> None:
+        """Insert a code block (e.g. from a chat answer) over the selection or at the cursor, as
+        one undo step."""
+        self.history.checkpoint()
+        self.replace(block, *self.selection) if not self.selection.is_empty else self.insert(block)
+        self.history.checkpoint()
+
     # -- keys -------------------------------------------------------------------------------------
 
     async def _on_key(self, event: events.Key) -> None:

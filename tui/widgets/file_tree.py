@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import DirectoryTree, Tree
 from textual.widgets.directory_tree import DirEntry
 from textual.widgets.tree import TreeNode
+from watchfiles import Change
 
 ALWAYS_HIDDEN = {".git", "__pycache__", ".specterm-tmp"}
 
@@ -185,6 +186,17 @@ class FileTree(DirectoryTree):
             if path not in kept:
                 node.add(path.name, data=DirEntry(path), allow_expand=is_dir[path], before=index)
         return gone
+
+    def follow(self, changes: dict[Path, Change]) -> None:
+        """Entries created, deleted or renamed on disk reload their folder's node; a changed ignore
+        file reloads every open folder (what is hidden may have changed)."""
+        if self.rule_files() & changes.keys():
+            self.gitignore.invalidate()
+            self.refresh_folders(self.open_folders())
+            return
+        folders = {path.parent for path, change in changes.items() if change != Change.modified}
+        if folders:
+            self.refresh_folders(folders)
 
     async def on_tree_node_expanded(self, event: Tree.NodeExpanded[DirEntry]) -> None:
         node = event.node
