@@ -21,7 +21,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Footer
 from watchfiles import Change
 
 from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
@@ -391,14 +391,19 @@ class SpectermApp(App[int]):
             self._focus_editor()
 
     def action_toggle_chat(self) -> None:
-        chat = self.chat
-        chat.display = not chat.display
-        if not chat.display:
+        if self.chat.display:
+            self.chat.display = False
             self._focus_editor()
+        else:
+            self.action_ask()  # open means ready for a question: typing must not go into the file
 
     def action_ask(self) -> None:
         self.chat.display = True
-        self.chat.query_one("#chat-input", Input).focus()
+        self.chat.focus_input()
+
+    def action_help_quit(self) -> None:
+        """ctrl+c outside a text box (where it copies): say how to quit, in plain words."""
+        self.notify("Press ctrl+q to quit specterm.", title="Do you want to quit?")
 
     def action_find(self) -> None:
         self.find_bar.open()

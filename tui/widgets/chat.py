@@ -108,6 +108,9 @@ class ChatPane(Vertical):
         blocks = code_blocks(self.last_answer)
         return blocks[-1] if blocks else None
 
+    def focus_input(self) -> None:
+        self.query_one("#chat-input", Input).focus()
+
     def copy_last_code_block(self) -> None:
         """Copy the last answer's last code block to the clipboard (OSC 52: works over SSH)."""
         block = self.last_code_block()
@@ -173,7 +176,7 @@ class ChatPane(Vertical):
                     reason = event.reason
                     if event.reason == "error":
                         stats_line.update(f"error: {event.error}")
-                        self.notify(event.error or "chat failed", title="Chat", severity="error")
+                        self.notify(event.error or "chat failed", title="Chat", severity="error", markup=False)
                     elif event.reason == "busy":
                         stats_line.update("the engine is busy; ask again")
                     else:

@@ -55,9 +55,8 @@ class OpenFile:
     def label(self) -> str:
         """The tab's title: ● for unsaved edits, "(deleted)" when the file is gone from disk."""
         name = self.file.path.name
-        if self.deleted:
-            return f"{name} (deleted)"
-        return f"● {name}" if self.dirty else name
+        marked = f"● {name}" if self.dirty else name
+        return f"{marked} (deleted)" if self.deleted else marked
 
 
 class EditorTabs(Vertical):
@@ -89,7 +88,7 @@ class EditorTabs(Vertical):
         self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
 
     def compose(self) -> ComposeResult:
-        yield Static(WELCOME, id="welcome")
+        yield Static(WELCOME, id="welcome", markup=False)
         tabs = TabbedContent(id="tabs")
         tabs.display = False  # until a file is open
         yield tabs
@@ -169,7 +168,9 @@ class EditorTabs(Vertical):
         try:
             text_file = TextFile(path, "") if create and not path.exists() else TextFile.load(path)
         except FileLoadError as err:
-            self.notify(str(err), title="Cannot open", severity="error", markup=False)
+            self.notify(str(err), title="Cannot open", severity="error", timeout=15, markup=False)
+            if not self.files:  # the welcome text says it too, for as long as it is shown
+                self.query_one("#welcome", Static).update(f"{WELCOME}\n\nNot opened: {err}")
             return None
         self._pane_counter += 1
         pane_id = f"file-{self._pane_counter}"
@@ -327,6 +328,7 @@ class EditorTabs(Vertical):
                 ChoiceScreen(
                     f"{open_file.file.path.name} changed on disk and you have unsaved edits.",
                     [("reload", "Load disk version"), ("keep", "Keep my edits")],
+                    default="keep",  # Enter, the likeliest key, must not throw the edits away
                 )
             )
         finally:
