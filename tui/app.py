@@ -187,8 +187,11 @@ class SpectermApp(App[int]):
         if layout == self._layout:
             return
         self._layout = layout
-        self.file_tree.display = layout[0]
-        self.chat.display = layout[1]
+        focused = self.focused
+        for pane, shown in ((self.file_tree, layout[0]), (self.chat, layout[1])):
+            pane.display = shown
+            if not shown and focused is not None and (focused is pane or pane in focused.ancestors):
+                self._focus_editor()  # the focus must not vanish with the pane (keys went nowhere)
 
     # -- engine -----------------------------------------------------------------------------------
 
@@ -273,7 +276,7 @@ class SpectermApp(App[int]):
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area
-        if isinstance(editor, CodeEditor) and editor is self.active_editor:
+        if isinstance(editor, CodeEditor) and editor.is_attached and editor is self.active_editor:
             row, col = editor.cursor_location
             self.status_model.file_label = f"{row + 1}:{col + 1} {editor.language_label}"
             self.status_bar.mark_dirty()

@@ -163,7 +163,7 @@ class EditorTabs(Vertical):
         tabs = self.tabbed
         if existing is not None:
             tabs.active = existing.pane_id
-            existing.editor.focus()
+            self.focus_editor(existing.editor)
             return existing.editor
         try:
             text_file = TextFile(path, "") if create and not path.exists() else TextFile.load(path)
@@ -183,9 +183,15 @@ class EditorTabs(Vertical):
         self.query_one("#welcome").display = False
         tabs.active = pane_id
         editor.move_cursor((0, 0))
-        editor.focus()
+        self.focus_editor(editor)
         self.post_message(self.FilesChanged())
         return editor
+
+    def focus_editor(self, editor: CodeEditor) -> None:
+        """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
+        still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere)."""
+        editor.focus()
+        self.call_after_refresh(editor.focus)
 
     def refresh_label(self, open_file: OpenFile) -> None:
         try:
@@ -206,7 +212,7 @@ class EditorTabs(Vertical):
         tabs = self.tabbed
         index = ids.index(tabs.active) if tabs.active in ids else 0
         tabs.active = ids[(index + step) % len(ids)]
-        self.files[tabs.active].editor.focus()
+        self.focus_editor(self.files[tabs.active].editor)
 
     async def close_active(self) -> None:
         open_file = self.active_file
@@ -238,7 +244,7 @@ class EditorTabs(Vertical):
             tabs.display = False
             self.query_one("#welcome").display = True
         elif self.active_editor is not None:
-            self.active_editor.focus()
+            self.focus_editor(self.active_editor)
         self.post_message(self.FilesChanged())
 
     @work(group="quit", exit_on_error=False)
