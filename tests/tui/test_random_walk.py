@@ -17,6 +17,7 @@ not part of the walk (seconds per event on CI's two cores). SPECTERM_WALK_EVENTS
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import string
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from textual import events
+from textual.geometry import Offset, Size
 from textual.keys import _character_to_key
 
 from specterm.tui.screens.choice import ChoiceScreen
@@ -138,14 +140,39 @@ class Walk:
             await self.app._post_message(event)  # what the driver schedules, without a loop hop
             await self.settle()
 
+    async def fast_click(self, widget, x: int, y: int) -> None:
+        """Pilot.click's events (down, up, click at widget offset x, y), without its idle waits."""
+        at = widget.region.offset + Offset(x, y)
+        arguments = dict(widget=widget, x=at.x, y=at.y, delta_x=0, delta_y=0, button=1, shift=False,
+                         meta=False, ctrl=False, screen_x=at.x, screen_y=at.y)
+        for event_type in (events.MouseDown, events.MouseUp, events.Click):
+            event = event_type(**arguments, **({"chain": 1} if event_type is events.Click else {}))
+            self.app.mouse_position = at
+            self.app.screen._forward_event(event)
+            await self.settle()
+
+    async def fast_resize(self, width: int, height: int) -> None:
+        """Pilot.resize_terminal without its idle wait."""
+        size = Size(width, height)
+        self.app._driver._size = size
+        self.app.post_message(events.Resize(size, size))
+        await asyncio.sleep(0.03)  # the app applies a resize on a 1/120 s timer
+        await self.settle()
+        self.app.screen._on_timer_update()  # lay the screen out for the new size, as Pilot does
+
     async def settle(self) -> None:
         """Until no message is waiting anywhere: a key hops from the app to the focused widget and
-        bubbles back up to the bindings, each hop a message of its own."""
-        for _ in range(50):
-            await self.pilot._wait_for_screen()
+        bubbles back up to the bindings, each hop a message of its own. (Pilot's wait posts a
+        callback to every widget, ~70 here, each time: too dear for thousands of events.)"""
+        quiet = 0
+        for _ in range(1000):
+            await asyncio.sleep(0)
             pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
-            if all(pump._message_queue.empty() for pump in pumps):
+            busy = any(not pump._message_queue.empty() for pump in pumps)
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 3:
                 return
+        await self.pilot._wait_for_screen()
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -207,10 +234,11 @@ class Walk:
         editor = self.app.active_editor
         if editor is None or not editor.region.area:
             return
+        self.app.screen._on_timer_update()  # the screen as the user sees it (Pilot does this too)
         x = self.rng.randrange(0, max(1, editor.region.width))
         y = self.rng.randrange(0, max(1, editor.region.height))
         hit, _ = self.app.screen.get_widget_at(editor.region.x + x, editor.region.y + y)
-        await self.pilot.click(editor, offset=(x, y))
+        await self.fast_click(editor, x, y)
         self.check_text("click", f"{x},{y}", before)
         if hit is editor:  # not a notice drawn over it
             assert self.app.focused is editor, "a click into the editor did not focus it"
@@ -218,8 +246,7 @@ class Walk:
     async def resize(self) -> None:
         size = self.rng.choice(SIZES)
         self.count(f"resize {size} from {self.app.size} focus {self.app.focused!r}")
-        await self.pilot.resize_terminal(*size)
-        await self.pilot.pause()
+        await self.fast_resize(*size)
 
     async def save(self) -> None:
         self.count("save")
@@ -228,7 +255,12 @@ class Walk:
             return
         text = open_file.editor.text
         await self.press("ctrl+s")
-        await wait_for(self.pilot, lambda: isinstance(self.app.screen, ChoiceScreen) or open_file.editor.text == open_file.saved_text, timeout=10)
+        await wait_for(
+            self.pilot,
+            lambda: (isinstance(self.app.screen, ChoiceScreen) and self.app.focused is not None)
+            or open_file.editor.text == open_file.saved_text,
+            timeout=10,
+        )
         if not isinstance(self.app.screen, ChoiceScreen):
             self.disk[open_file.file.path] = text
             self.check_disk()
@@ -281,7 +313,7 @@ class Walk:
         open_file = rng.choice(files)
         path = open_file.file.path
         what = rng.choice(["edit", "edit", "delete", "rename", "chmod"])
-        self.count(f"disk-{what}")
+        self.count(f"disk-{what} {path.name} active {self.app.active_file is open_file} focus {self.app.focused!r}")
         if what == "chmod":
             if path.exists():
                 os.chmod(path, rng.choice([0o600, 0o644, 0o444]))
@@ -295,7 +327,8 @@ class Walk:
             self.disk[path] = text
             await wait_for(
                 self.pilot,
-                lambda: isinstance(app.screen, ChoiceScreen) or (not open_file.dirty and open_file.editor.text == text),
+                lambda: (isinstance(app.screen, ChoiceScreen) and app.focused is not None)
+                or (not open_file.dirty and open_file.editor.text == text),
                 timeout=DISK_TIMEOUT,
             )
             if not was_dirty:
@@ -321,6 +354,7 @@ async def test_random_walk_loses_no_keystroke_and_writes_nothing_unsaved(tmp_pat
     for name, text in FILES.items():
         (root / name).write_text(text)
     app = make_app(settings_for(root, **{"completion.auto": False}), root / "main.py", env, watch=True)
+    app.animation_level = "none"  # as over SSH: no tab-underline animation to wait for after each switch
     async with app.run_test(size=(120, 40)) as pilot:
         walk = Walk(app, pilot, random.Random(seed), root, {root / n: t for n, t in FILES.items()})
         await app.open_file(root / "notes.md")
@@ -331,10 +365,13 @@ async def test_random_walk_loses_no_keystroke_and_writes_nothing_unsaved(tmp_pat
         for index in range(EVENTS):
             t0 = time.perf_counter()
             n = len(walk.history)
-            await walk.step()
+            try:
+                await walk.step()
+            except AssertionError as err:
+                raise AssertionError(f"event {index}, after {walk.history[-4:]}: {err}") from None
             what = walk.history[-1].split(" ")[0] if len(walk.history) > n else "none"
             spent[what] = spent.get(what, 0) + time.perf_counter() - t0
-            assert app.is_running and app.focused is not None, f"event {index} ({walk.history[-3:]}): the focus is gone"
+            assert app.is_running and app.focused is not None, f"event {index} ({walk.history[-3:]}): the focus is gone; size {app.size} tree {app.file_tree.display} chat {app.chat.display} active {app.active_file and app.active_file.file.path.name}"
             if index % 50 == 0:
                 walk.check_disk()
         while isinstance(app.screen, ChoiceScreen):

@@ -39,6 +39,7 @@ class ChoiceScreen(ModalScreen[str]):
         self.question = question
         self.answers = answers
         self.default = default or answers[0][0]
+        self.AUTO_FOCUS = f"#answer-{self.default}"  # focused from the first frame: Enter is never early
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -46,9 +47,6 @@ class ChoiceScreen(ModalScreen[str]):
             with Horizontal():
                 for answer_id, label in self.answers:
                     yield Button(label, id=f"answer-{answer_id}")
-
-    def on_mount(self) -> None:
-        self.query_one(f"#answer-{self.default}", Button).focus()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -198,7 +198,8 @@ class EditorTabs(Vertical):
             tab = self.tabbed.get_tab(open_file.pane_id)
         except Exception:
             return  # closed meanwhile
-        tab.label = open_file.label
+        if str(tab.label) != open_file.label:  # every keystroke lands here: relabel only on a change
+            tab.label = open_file.label
 
     def on_text_area_changed(self, event: CodeEditor.Changed) -> None:
         open_file = self.file_of(event.text_area)
