@@ -21,6 +21,7 @@ import asyncio
 import os
 import random
 import string
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,9 +166,11 @@ class Walk:
         bubbles back up to the bindings, each hop a message of its own. (Pilot's wait posts a
         callback to every widget, ~70 here, each time: too dear for thousands of events.)"""
         quiet = 0
-        for _ in range(1000):
+        pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
+        for turn in range(1000):
             await asyncio.sleep(0)
-            pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
+            if turn % 20 == 19:  # widgets mounted meanwhile (a new tab) join the watch
+                pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
             busy = any(not pump._message_queue.empty() for pump in pumps)
             quiet = 0 if busy else quiet + 1
             if quiet >= 3:
@@ -197,20 +200,20 @@ class Walk:
             kind, key = "tab", "tab"
         elif roll < 0.78:
             kind, key = "escape", "escape"
-        elif roll < 0.84:
+        elif roll < 0.81:
             await self.click(before)
             return
-        elif roll < 0.86:
+        elif roll < 0.82:
             await self.resize()
             return
-        elif roll < 0.885:
+        elif roll < 0.845:
             await self.save()
             return
-        elif roll < 0.91:
+        elif roll < 0.855:
             kind, key = "toggle", rng.choice(["ctrl+b", "ctrl+t", "ctrl+t", "ctrl+b"])
-        elif roll < 0.94:
+        elif roll < 0.865:
             kind, key = "tab-switch", rng.choice(["ctrl+pagedown", "ctrl+pageup"])
-        elif roll < 0.95:
+        elif roll < 0.87:
             await self.open_another()
             return
         elif roll < 0.993:
@@ -295,7 +298,7 @@ class Walk:
     async def open_another(self) -> None:
         self.count("open")
         present = [p for p, text in self.disk.items() if text is not None]
-        if present:
+        if present and len(self.app.editor_tabs.files) < 4:
             await self.app.open_file(self.rng.choice(present))
             await self.pilot.pause()
 
@@ -360,8 +363,7 @@ async def test_random_walk_loses_no_keystroke_and_writes_nothing_unsaved(tmp_pat
         await app.open_file(root / "notes.md")
         await app.open_file(root / "main.py")
         await wait_for(pilot, lambda: app.watcher.ready.is_set(), timeout=DISK_TIMEOUT)
-        import time
-        spent: dict[str, float] = {}
+        spent: dict[str, float] = {}  # seconds per kind of event, printed for tuning
         for index in range(EVENTS):
             t0 = time.perf_counter()
             n = len(walk.history)
@@ -377,6 +379,6 @@ async def test_random_walk_loses_no_keystroke_and_writes_nothing_unsaved(tmp_pat
         while isinstance(app.screen, ChoiceScreen):
             await walk.answer_dialog()
         walk.check_disk()
-        print({k: round(v, 2) for k, v in spent.items()})
+        print(f"seed {seed}: seconds by kind: {dict(sorted((k, round(v, 1)) for k, v in spent.items()))}")
         print(f"seed {seed}: {EVENTS} events: {dict(sorted(walk.counts.items()))}")
     walk.check_disk()  # leaving the app writes nothing either
