@@ -1,12 +1,10 @@
 """The specterm application: file tree, editor tabs with ghost-text completions, chat pane, status.
 
 Entry point for the CLI: `run_app(settings, path) -> exit code`. The app builds its engine from the
-settings (`[engine] backend`: the in-process llama.cpp engine or an OpenAI-compatible server) and
-loads it in a worker while the UI is already usable; it closes the engine when it exits.
-
+settings (make_engine), loads it in a worker while the UI is already usable, and closes it on exit.
 SpectermApp composes the widgets and routes between them: keys to actions, engine events to the
-status bar, disk events to the tree, the editor tabs (which own files, save, reload and conflicts),
-the config and the themes. It talks to the engine only through the `Engine` protocol.
+status bar, disk events to the tree, the editor tabs (files, save, reload, conflicts), the config
+and the themes. It talks to the engine only through the `Engine` protocol.
 """
 
 from __future__ import annotations
@@ -176,6 +174,14 @@ class SpectermApp(App[int]):
 
     async def open_file(self, path: Path, *, create: bool = False) -> CodeEditor | None:
         return await self.editor_tabs.open_file(path, create=create)
+    def on_descendant_blur(self, _event) -> None:
+        self.call_later(self._keep_focus)
+
+    def _keep_focus(self) -> None:
+        """Keystrokes must always land somewhere: when the focus is lost on the main screen (a
+        focused pane hidden, a tab switched away), it goes to the active editor."""
+        if self.focused is None and len(self.screen_stack) == 1:
+            self._focus_editor()
 
     def on_resize(self, event) -> None:
         self._update_layout(event.size.width)
@@ -299,10 +305,9 @@ class SpectermApp(App[int]):
         self.editor_tabs.cycle(step)
 
     async def action_quit(self) -> None:
-        if self.editor_tabs.dirty_files():
-            self.editor_tabs.ask_before_quit(lambda: self.exit(0))
-        else:
-            self.exit(0)
+        if not self.editor_tabs.dirty_files():
+            return self.exit(0)
+        self.editor_tabs.ask_before_quit(lambda: self.exit(0))
 
     # -- watching files ---------------------------------------------------------------------------
 
@@ -388,10 +393,7 @@ class SpectermApp(App[int]):
     def action_toggle_tree(self) -> None:
         tree = self.file_tree
         tree.display = not tree.display
-        if tree.display:
-            tree.focus()
-        else:
-            self._focus_editor()
+        tree.focus() if tree.display else self._focus_editor()
 
     def action_toggle_chat(self) -> None:
         if self.chat.display:
@@ -431,6 +433,7 @@ class SpectermApp(App[int]):
             return
         editor.insert_block(block)
         editor.focus()
+
 
     def action_copy_code_block(self) -> None:
         self.chat.copy_last_code_block()

@@ -39,7 +39,7 @@ def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
         ("Quit", "Leave specterm, asking about unsaved changes (ctrl+q)", lambda: app.run_action("quit")),
         ("Statistics", "Acceptance by draft position and over time (F9)", app.action_stats),
         ("Insert code block", "Insert the last answer's code block at the cursor", app.action_insert_code_block),
-        ("Copy code block", "Copy the last answer's code block (OSC 52)", app.action_copy_code_block),
+        ("Copy code block", "Copy the last answer's code block (OSC 52)", app.chat.copy_last_code_block),
         ("Clear chat", "Forget the conversation so far", app.chat.clear),
         ("Reload config", "Re-read config.toml files now", app.reload_config),
         ("Draft: lookup", "Draft with prompt lookup (no model)", lambda: app.run_action("switch_draft('lookup')")),

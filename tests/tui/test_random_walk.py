@@ -32,7 +32,6 @@ from textual.geometry import Offset, Size
 from textual.keys import _character_to_key
 
 from specterm.tui.screens.choice import ChoiceScreen
-from specterm.tui.widgets.editor import CodeEditor
 from specterm.tui.widgets.editor_tabs import OpenFile
 
 from .conftest import wait_for
