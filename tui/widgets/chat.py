@@ -109,7 +109,11 @@ class ChatPane(Vertical):
         return blocks[-1] if blocks else None
 
     def focus_input(self) -> None:
-        self.query_one("#chat-input", Input).focus()
+        """Focus the question box now and once the pane is laid out (it may have just been shown,
+        and a widget not yet on screen cannot take the focus)."""
+        box = self.query_one("#chat-input", Input)
+        box.focus()
+        self.call_after_refresh(box.focus)
 
     def copy_last_code_block(self) -> None:
         """Copy the last answer's last code block to the clipboard (OSC 52: works over SSH)."""
