@@ -50,6 +50,7 @@ class FindBar(Horizontal):
     def open(self) -> None:
         self.add_class("-open")
         self.input.focus()
+        self.call_after_refresh(self.input.focus)  # again once shown: a hidden box cannot take it
 
     def close(self) -> None:
         self.remove_class("-open")
