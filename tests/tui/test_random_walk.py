@@ -228,7 +228,7 @@ class Walk:
         self.check_text(kind, key, before)
         if kind == "escape" and before.focused_editor:
             assert app.focused is before.active.editor, "Esc took the focus away from the editor"
-        if kind == "toggle" and key == "ctrl+t" and app.chat.display:
+        if kind == "toggle" and key == "ctrl+t" and app.chat.display and not isinstance(app.screen, ChoiceScreen):
             assert app.focused is app.chat.query_one("#chat-input"), "ctrl+t left the focus elsewhere"
 
     async def click(self, before: Snapshot) -> None:
@@ -237,6 +237,7 @@ class Walk:
         if editor is None or not editor.region.area:
             return
         self.app.screen._on_timer_update()  # the screen as the user sees it (Pilot does this too)
+        await self.settle()  # and what runs after that refresh, as before a human's click
         x = self.rng.randrange(0, max(1, editor.region.width))
         y = self.rng.randrange(0, max(1, editor.region.height))
         hit, _ = self.app.screen.get_widget_at(editor.region.x + x, editor.region.y + y)
