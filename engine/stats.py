@@ -40,7 +40,10 @@ class Stats:
 
     @property
     def tokens_per_pass(self) -> float | None:
-        return self.tokens / self.target_passes if self.target_passes else None
+        """Tokens the target settled per pass: its own token plus the drafts it accepted, so never
+        below 1. (Counting emitted tokens instead reads below 1 when the last pass ends generation:
+        its end-of-generation token, or text past a stop string, is produced but not emitted.)"""
+        return (self.accepted + self.target_passes) / self.target_passes if self.target_passes else None
 
     @property
     def tokens_per_second(self) -> float | None:

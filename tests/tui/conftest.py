@@ -8,9 +8,6 @@ from typing import Callable
 
 import pytest
 
-from specterm.engine import DraftSettings, EngineSettings, ModelSettings
-from specterm.engine.llamacpp.demo import demo_model_path
-from specterm.engine.llamacpp.local import LocalEngine
 from specterm.tui.config import load_settings
 
 # A file whose pattern prompt lookup can draft from: the continuation repeats earlier n-grams.
@@ -30,13 +27,6 @@ TEST_OVERRIDES = {
     "chat.max_tokens": 48,
     "model.ctx": 2048,
 }
-
-
-def new_engine() -> LocalEngine:
-    settings = EngineSettings(
-        target=ModelSettings(path=demo_model_path(), ctx=2048), draft=DraftSettings(kind="lookup")
-    )
-    return LocalEngine(settings)
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from specterm.tui.screens.stats import StatsScreen
 from specterm.tui.widgets.chat import ChatPane
 from specterm.tui.widgets.status_bar import StatusBar
 
-from .conftest import CURSOR_AFTER_DEF, REPETITIVE, new_engine, wait_for
+from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
 
 
-def make_app(settings, path, engine, env, **kwargs) -> SpectermApp:
+def make_app(settings, path, env, **kwargs) -> SpectermApp:
     """The app builds and owns a real LocalEngine on the demo model from `settings` (and closes it on
-    exit), exactly as `specterm PATH` does. `engine` is the test's own loaded engine, or None."""
-    return SpectermApp(settings, path, engine=engine, environ=env, watch=kwargs.pop("watch", False), **kwargs)
+    exit), exactly as `specterm PATH` does."""
+    return SpectermApp(settings, path, environ=env, watch=kwargs.pop("watch", False), **kwargs)
 
 
 async def ghost_at(pilot, app, location=CURSOR_AFTER_DEF) -> str:
@@ -33,7 +33,7 @@ async def ghost_at(pilot, app, location=CURSOR_AFTER_DEF) -> str:
 
 async def test_pause_shows_ghost_text_tab_inserts_it_as_one_undo_step(project, settings_for, env):
     path = project / "adders.py"
-    app = make_app(settings_for(project), path, None, env)
+    app = make_app(settings_for(project), path, env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         assert editor is not None and editor.has_focus
@@ -50,7 +50,7 @@ async def test_pause_shows_ghost_text_tab_inserts_it_as_one_undo_step(project, s
 
 
 async def test_status_bar_shows_acceptance_after_a_completion(project, settings_for, env):
-    app = make_app(settings_for(project), project / "adders.py", None, env)
+    app = make_app(settings_for(project), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await ghost_at(pilot, app)
         last = app.status_model.last
@@ -70,7 +70,7 @@ async def test_status_bar_shows_acceptance_after_a_completion(project, settings_
 
 
 async def test_escape_dismisses_and_typing_through_consumes(project, settings_for, env):
-    app = make_app(settings_for(project), project / "adders.py", None, env)
+    app = make_app(settings_for(project), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         ghost = await ghost_at(pilot, app)
@@ -101,7 +101,7 @@ async def test_escape_dismisses_and_typing_through_consumes(project, settings_fo
 
 
 async def test_accept_next_word_and_next_line(project, settings_for, env):
-    app = make_app(settings_for(project), project / "adders.py", None, env)
+    app = make_app(settings_for(project), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         ghost = await ghost_at(pilot, app)
@@ -116,7 +116,7 @@ async def test_accept_next_word_and_next_line(project, settings_for, env):
 
 
 async def test_chat_streams_an_answer_and_escape_cancels(project, settings_for, env):
-    app = make_app(settings_for(project, **{"chat.max_tokens": 400}), project / "adders.py", None, env)
+    app = make_app(settings_for(project, **{"chat.max_tokens": 400}), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         chat = app.query_one(ChatPane)
@@ -138,24 +138,24 @@ async def test_save_is_atomic_and_keeps_newlines_and_mode(project, settings_for,
     path = project / "dos.txt"
     path.write_bytes(b"one\r\ntwo\r\n")
     os.chmod(path, 0o600)
-    app = make_app(settings_for(project), path, None, env)
+    app = make_app(settings_for(project), path, env)
     async with app.run_test(size=(120, 40)) as pilot:
         inode_before = path.stat().st_ino
         await pilot.press("x")
         open_file = app.active_file
-        assert open_file.dirty and "●" in app._tab_label(open_file)
+        assert open_file.dirty and "●" in app.editor_tabs.tab_label(open_file)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not open_file.dirty)
         assert path.read_bytes() == b"xone\r\ntwo\r\n"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert path.stat().st_ino != inode_before  # written to a temp file and renamed over
         assert sorted(p.name for p in project.iterdir()) == ["adders.py", "dos.txt", "notes.md"]
-        assert "●" not in app._tab_label(open_file)
+        assert "●" not in app.editor_tabs.tab_label(open_file)
 
 
 async def test_external_changes_reload_clean_buffers_and_ask_for_dirty_ones(project, settings_for, env):
     path = project / "notes.md"
-    app = make_app(settings_for(project), path, None, env, watch=True)
+    app = make_app(settings_for(project), path, env, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         await wait_for(pilot, lambda: app.watcher.ready.is_set())
@@ -189,18 +189,13 @@ async def test_external_changes_reload_clean_buffers_and_ask_for_dirty_ones(proj
         # Deleted on disk: the tab says so.
         path.unlink()
         await wait_for(pilot, lambda: app.active_file.deleted, timeout=10)
-        assert "(deleted)" in app._tab_label(app.active_file)
+        assert "(deleted)" in app.editor_tabs.tab_label(app.active_file)
 
 
 async def test_theme_switch_persists_and_a_broken_theme_is_a_notice(project, settings_for, env, tmp_path):
-    # This test hands the app an engine of its own (the app starts it but does not close it).
-    engine = new_engine()
-    app = make_app(settings_for(project), project / "adders.py", engine, env)
-    try:
-        await _theme_switch(app)
-    finally:
-        await engine.close()
-    assert engine.target is None
+    app = make_app(settings_for(project), project / "adders.py", env)
+    await _theme_switch(app)
+    assert app.engine.target is None  # the app closed the engine it built
 
 
 async def _theme_switch(app) -> None:
@@ -231,7 +226,7 @@ async def _theme_switch(app) -> None:
 
 
 async def test_quit_with_unsaved_changes_asks(project, settings_for, env):
-    app = make_app(settings_for(project), project / "notes.md", None, env)
+    app = make_app(settings_for(project), project / "notes.md", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("x")
         await pilot.press("ctrl+q")
@@ -244,7 +239,7 @@ async def test_quit_with_unsaved_changes_asks(project, settings_for, env):
 async def test_small_terminal_collapses_side_panes_and_draft_switch(project, settings_for, env, monkeypatch):
     monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 5555 10.0.0.2 22")
     env = dict(env, SSH_CONNECTION="10.0.0.1 5555 10.0.0.2 22")
-    app = make_app(settings_for(project), project, None, env)
+    app = make_app(settings_for(project), project, env)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.animation_level == "none"
         assert not app.query_one("#tree").display and not app.query_one("#chat").display
@@ -261,13 +256,13 @@ async def test_small_terminal_collapses_side_panes_and_draft_switch(project, set
 @pytest.mark.parametrize("name", ["NO_COLOR"])
 async def test_no_color_is_honoured(project, settings_for, env, monkeypatch, name):
     monkeypatch.setenv(name, "1")
-    app = make_app(settings_for(project), project, None, env)
+    app = make_app(settings_for(project), project, env)
     async with app.run_test(size=(80, 24)):
         assert app.no_color
 
 
 async def test_manual_trigger_when_auto_is_off_and_tab_indents_without_a_suggestion(project, settings_for, env):
-    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", None, env)
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         editor = app.active_editor
@@ -283,7 +278,7 @@ async def test_manual_trigger_when_auto_is_off_and_tab_indents_without_a_suggest
 
 
 async def test_config_and_theme_files_reload_live(project, settings_for, env):
-    app = make_app(settings_for(project), project / "adders.py", None, env, watch=True)
+    app = make_app(settings_for(project), project / "adders.py", env, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.watcher.ready.is_set())
         assert app.completer.options.max_tokens == 12
@@ -309,7 +304,7 @@ async def test_config_and_theme_files_reload_live(project, settings_for, env):
 
 
 async def test_find_selects_the_next_match(project, settings_for, env):
-    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", None, env)
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         await pilot.press("ctrl+f")
@@ -325,7 +320,7 @@ async def test_large_files_highlight_edited_lines_at_once_and_the_rest_after_a_p
 
     path = tmp_path / "big.py"
     path.write_text("".join(f"def f{i}(x):\n    return x + {i}  # c\n\n" for i in range(300)))
-    app = make_app(settings_for(tmp_path, **{"completion.auto": False}), path, None, env)
+    app = make_app(settings_for(tmp_path, **{"completion.auto": False}), path, env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         editor.move_cursor((450, 0))
@@ -343,7 +338,7 @@ async def test_large_files_highlight_edited_lines_at_once_and_the_rest_after_a_p
 
 async def test_a_new_file_opens_empty_and_the_first_save_creates_it(project, settings_for, env):
     path = project / "new_module.py"
-    app = make_app(settings_for(project, **{"completion.auto": False}), path, None, env)
+    app = make_app(settings_for(project, **{"completion.auto": False}), path, env)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.active_editor is not None and app.active_editor.text == ""
         await pilot.press(*"x = 1")
@@ -356,7 +351,7 @@ async def test_a_new_file_opens_empty_and_the_first_save_creates_it(project, set
 
 
 async def test_the_palette_can_accept_a_suggestion(project, settings_for, env):
-    app = make_app(settings_for(project), project / "adders.py", None, env)
+    app = make_app(settings_for(project), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         ghost = await ghost_at(pilot, app)
@@ -371,7 +366,7 @@ async def test_the_palette_can_accept_a_suggestion(project, settings_for, env):
 async def test_an_unusable_model_is_a_notice_and_the_editor_still_works(project, settings_for, env):
     bad = project / "notes.gguf"
     bad.write_text("this is not a model\n" * 20)
-    app = make_app(settings_for(project, **{"model.target": str(bad)}), project / "notes.md", None, env)
+    app = make_app(settings_for(project, **{"model.target": str(bad)}), project / "notes.md", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: any("notes.gguf" in n.message for n in app._notifications))
         assert app.status_model.state == "error"

@@ -12,7 +12,7 @@ def test_code_blocks_are_extracted_in_order_including_an_unterminated_last_one()
 
 
 async def test_insert_code_block_replaces_the_selection_and_undoes_in_one_step(project, settings_for, env):
-    app = make_app(settings_for(project, **{"completion.auto": False}), project / "notes.md", None, env)
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "notes.md", env)
     async with app.run_test(size=(120, 40)) as pilot:
         chat = app.query_one(ChatPane)
         chat.history.append(Exchange("q", "Here:\n```python\nprint('hi')\n```\n", finished=True))

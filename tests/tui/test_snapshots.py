@@ -2,18 +2,23 @@
 
 The engine is real and greedy, so the suggestion text is deterministic; figures that depend on
 timing (tokens/s, and acceptance and draft length, which the adaptive controller derives from
-measured costs) are frozen through the app's display-level hook `freeze_figures`.
+measured costs) are fixed by handing the status bar known `Stats` through its public model
+(`app.status_model`, the object engine events update) once the real request has finished.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from specterm.engine import Stats
 from specterm.tui.app import SpectermApp
 
 from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
 
-FROZEN = dict(tokens_per_second=123.4, acceptance=0.75, tokens_per_pass=1.8, draft_length=4, drafting=True)
+# acceptance 12/16 = 75 %, (12 accepted + 15 passes) / 15 passes = 1.80 tok/pass, 27 tokens in
+# 27/123.4 s = 123.4 tok/s
+KNOWN = Stats(tokens=27, drafted=16, accepted=12, target_passes=15, generation_time_s=27 / 123.4,
+              draft_max=16, draft_length=4, drafting=True, requests=1)
 
 
 @pytest.fixture
@@ -38,7 +43,10 @@ def snapshot_app(root, settings_for, env) -> tuple[SpectermApp, object]:
         editor.cursor_blink = False
         editor.move_cursor(CURSOR_AFTER_DEF)
         await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending, timeout=60)
-        app.freeze_figures(**FROZEN)
+        assert app.status_model.last is not None  # the real request's figures were shown...
+        app.status_model.last = KNOWN  # ...and are replaced by known ones for a stable picture
+        app.status_model.session = KNOWN
+        app.status_bar.mark_dirty()
         app.clear_notifications()
         await pilot.pause(0.5)  # let the status bar's 4 Hz refresh run
 

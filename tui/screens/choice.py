@@ -2,7 +2,8 @@
 
 Used only where specterm must not guess (unsaved changes on quit, a file changed on disk while
 edited, saving over a file changed since it was loaded). Each answer has a key; Esc picks the
-last (safest) answer.
+last (safest) answer; the focused answer (what Enter picks) is the first unless the caller names
+a safer default.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ class ChoiceScreen(ModalScreen[str]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
 
-    def __init__(self, question: str, answers: list[tuple[str, str]]) -> None:
-        """answers: (id, label) pairs; the first is focused, the last is what Esc chooses."""
+    def __init__(self, question: str, answers: list[tuple[str, str]], *, default: str | None = None) -> None:
+        """answers: (id, label) pairs; `default` (the first when None) is focused, the last is what
+        Esc chooses."""
         super().__init__()
         self.question = question
         self.answers = answers
+        self.default = default or answers[0][0]
+        self.AUTO_FOCUS = f"#answer-{self.default}"  # focused from the first frame: Enter is never early
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -43,9 +47,6 @@ class ChoiceScreen(ModalScreen[str]):
             with Horizontal():
                 for answer_id, label in self.answers:
                     yield Button(label, id=f"answer-{answer_id}")
-
-    def on_mount(self) -> None:
-        self.query(Button).first().focus()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -35,8 +35,8 @@ def position_chart(stats: Stats) -> Table:
     return table
 
 
-def summary(stats: Stats, frozen: dict[str, float]) -> str:
-    tps = frozen.get("tokens_per_second", stats.tokens_per_second)
+def summary(stats: Stats) -> str:
+    tps = stats.tokens_per_second
     tpp = stats.tokens_per_pass
     lines = [
         f"requests {stats.requests}   tokens {stats.tokens}   target passes {stats.target_passes}",
@@ -61,16 +61,15 @@ class StatsScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q", "dismiss", "Close")]
 
-    def __init__(self, session: Stats, history: list[float], *, frozen: dict[str, float] | None = None) -> None:
+    def __init__(self, session: Stats, history: list[float]) -> None:
         super().__init__()
         self.session = session
         self.history = history  # acceptance of each finished request that drafted something
-        self.frozen = frozen or {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("Session", classes="title")
-            yield Static(summary(self.session, self.frozen), markup=False)
+            yield Static(summary(self.session), markup=False)
             yield Static("Acceptance by draft position", classes="title")
             if self.session.drafted_by_position:
                 yield Static(position_chart(self.session))

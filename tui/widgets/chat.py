@@ -35,11 +35,9 @@ def code_blocks(markdown: str) -> list[str]:
     return [m.group(1).rstrip("\n") + "\n" for m in _CODE_BLOCK.finditer(markdown) if m.group(1).strip()]
 
 
-def format_answer_stats(stats: Stats, reason: str, frozen: dict[str, float] | None = None) -> str:
-    frozen = frozen or {}
-    tps = frozen.get("tokens_per_second", stats.tokens_per_second)
-    acceptance = frozen.get("acceptance", stats.acceptance)
-    parts = [f"{stats.tokens} tok", f"acc {percent(acceptance)}"]
+def format_answer_stats(stats: Stats, reason: str) -> str:
+    tps = stats.tokens_per_second
+    parts = [f"{stats.tokens} tok", f"acc {percent(stats.acceptance)}"]
     if stats.tokens_per_pass is not None:
         parts.append(f"{stats.tokens_per_pass:.2f} tok/pass")
     parts.append(f"{tps:.1f} tok/s" if tps is not None else "– tok/s")
@@ -85,7 +83,6 @@ class ChatPane(Vertical):
         self.event_sink = event_sink
         self.engine: Engine | None = None
         self.history: list[Exchange] = []
-        self.frozen_figures: dict[str, float] = {}
         self.streaming = False
         self._cancel_requested = False
 
@@ -110,6 +107,22 @@ class ChatPane(Vertical):
     def last_code_block(self) -> str | None:
         blocks = code_blocks(self.last_answer)
         return blocks[-1] if blocks else None
+
+    def focus_input(self) -> None:
+        """Focus the question box now and once the pane is laid out (it may have just been shown,
+        and a widget not yet on screen cannot take the focus)."""
+        box = self.query_one("#chat-input", Input)
+        box.focus()
+        self.call_after_refresh(box.focus)
+
+    def copy_last_code_block(self) -> None:
+        """Copy the last answer's last code block to the clipboard (OSC 52: works over SSH)."""
+        block = self.last_code_block()
+        if block is None:
+            self.notify("No code block in the last answer.", severity="warning", timeout=3)
+            return
+        self.app.copy_to_clipboard(block)
+        self.notify("Code block copied.", timeout=2)
 
     @on(Input.Submitted, "#chat-input")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -162,12 +175,12 @@ class ChatPane(Vertical):
                     exchange.answer += event.text
                     await stream.write(event.text)
                 elif isinstance(event, StatsUpdate):
-                    stats_line.update(format_answer_stats(event.stats, "generating", self.frozen_figures))
+                    stats_line.update(format_answer_stats(event.stats, "generating"))
                 elif isinstance(event, Finished):
                     reason = event.reason
                     if event.reason == "error":
                         stats_line.update(f"error: {event.error}")
-                        self.notify(event.error or "chat failed", title="Chat", severity="error")
+                        self.notify(event.error or "chat failed", title="Chat", severity="error", markup=False)
                     elif event.reason == "busy":
                         stats_line.update("the engine is busy; ask again")
                     else:
@@ -177,7 +190,7 @@ class ChatPane(Vertical):
                             await stream.stop()
                             stopped = True
                             await answer.update(event.text)
-                        stats_line.update(format_answer_stats(event.stats, event.reason, self.frozen_figures))
+                        stats_line.update(format_answer_stats(event.stats, event.reason))
         finally:
             if not stopped:
                 await stream.stop()

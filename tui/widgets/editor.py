@@ -63,6 +63,10 @@ class CodeEditor(TextArea):
 
     BINDINGS = [
         Binding("ctrl+@,ctrl+space,ctrl+backslash", "complete", "Complete", show=False),
+        Binding("ctrl+home", "document_start", "Start of file", show=False),
+        Binding("ctrl+end", "document_end", "End of file", show=False),
+        Binding("ctrl+shift+home", "document_start(True)", "Select to start of file", show=False),
+        Binding("ctrl+shift+end", "document_end(True)", "Select to end of file", show=False),
     ]
 
     class GhostChanged(Message):
@@ -194,6 +198,24 @@ class CodeEditor(TextArea):
     def action_dismiss_completion(self) -> None:
         self._dismiss(cancel=True)
 
+    def insert_block(self, block: str) -> None:
+        """Insert a code block (e.g. from a chat answer) over the selection or at the cursor, on
+        lines of its own: text before it on the line stays above, text after it goes below. One
+        undo step."""
+        start, end = sorted(self.selection)
+        after = self.document[end[0]][end[1]:]
+        text = ("\n" if start[1] > 0 else "") + block.rstrip("\n") + ("\n" if after else "")
+        self.history.checkpoint()
+        self.replace(text, start, end)
+        self.history.checkpoint()
+
+    def action_document_start(self, select: bool = False) -> None:
+        self.move_cursor((0, 0), select=select)
+
+    def action_document_end(self, select: bool = False) -> None:
+        last = self.document.line_count - 1
+        self.move_cursor((last, len(self.document[last])), select=select)
+
     # -- keys -------------------------------------------------------------------------------------
 
     async def _on_key(self, event: events.Key) -> None:
@@ -202,11 +224,12 @@ class CodeEditor(TextArea):
             event.prevent_default()
             self.action_accept_completion()
             return
-        if event.key == "escape" and (self._ghost_visible or self.completion_pending):
-            event.stop()
-            event.prevent_default()
-            self._dismiss(cancel=True)
-            return
+        if event.key == "escape":
+            event.prevent_default()  # TextArea's own Esc moves the focus on: the next keys went nowhere
+            if self._ghost_visible or self.completion_pending:
+                event.stop()
+                self._dismiss(cancel=True)
+            return  # nothing to dismiss: the focus stays, the key goes on to the app (find bar)
         if event.key == "enter" and not self.read_only:
             event.stop()
             event.prevent_default()
@@ -359,7 +382,7 @@ class CodeEditor(TextArea):
                 if not mine:
                     continue
                 if event.reason == "error" and event.error:
-                    self.notify(event.error, title="Completion failed", severity="error")
+                    self.notify(event.error, title="Completion failed", severity="error", markup=False)
                 if event.reason in ("eos", "length", "stop", "time"):
                     ghost.full = event.text  # post-processed (e.g. FIM-trimmed) final text
                 ghost.streaming = False

@@ -14,6 +14,7 @@ cursor stay. A folder closed and opened again is read again, since nobody watche
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -23,8 +24,16 @@ from textual.message import Message
 from textual.widgets import DirectoryTree, Tree
 from textual.widgets.directory_tree import DirEntry
 from textual.widgets.tree import TreeNode
+from watchfiles import Change
 
 ALWAYS_HIDDEN = {".git", "__pycache__", ".specterm-tmp"}
+
+
+def entry_order(name: str, is_dir: bool) -> tuple:
+    """How the tree orders a folder's entries: folders first, then by name, case-insensitively and
+    with runs of digits compared as numbers (f1, f2, f10, f100 — not f1, f10, f100, f2)."""
+    parts = re.split(r"(\d+)", name.lower())
+    return (not is_dir, [int(part) if part.isdigit() else part for part in parts], name)
 
 
 class GitIgnore:
@@ -163,7 +172,12 @@ class FileTree(DirectoryTree):
         except OSError:
             entries = []  # gone or unreadable: show it empty (its parent's refresh removes it)
         listing = [(path, self._safe_is_dir(path)) for path in self.filter_paths(entries)]
-        return sorted(listing, key=lambda entry: (not entry[1], entry[0].name.lower()))
+        return sorted(listing, key=lambda entry: entry_order(entry[0].name, entry[1]))
+
+    @work(thread=True, exit_on_error=False)
+    def _load_directory(self, node: TreeNode[DirEntry]) -> list[Path]:
+        """A folder's first reading (DirectoryTree's loader, in a thread), ordered as `_listing`."""
+        return [path for path, _ in self._listing(node.data.path)] if node.data is not None else []
 
     def _apply(
         self, node: TreeNode[DirEntry], listing: list[tuple[Path, bool]]
@@ -185,6 +199,17 @@ class FileTree(DirectoryTree):
             if path not in kept:
                 node.add(path.name, data=DirEntry(path), allow_expand=is_dir[path], before=index)
         return gone
+
+    def follow(self, changes: dict[Path, Change]) -> None:
+        """Entries created, deleted or renamed on disk reload their folder's node; a changed ignore
+        file reloads every open folder (what is hidden may have changed)."""
+        if self.rule_files() & changes.keys():
+            self.gitignore.invalidate()
+            self.refresh_folders(self.open_folders())
+            return
+        folders = {path.parent for path, change in changes.items() if change != Change.modified}
+        if folders:
+            self.refresh_folders(folders)
 
     async def on_tree_node_expanded(self, event: Tree.NodeExpanded[DirEntry]) -> None:
         node = event.node

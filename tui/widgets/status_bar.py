@@ -3,19 +3,17 @@
 Figures come from the engine's one statistics type (`Stats`). Engine events can arrive dozens of
 times a second; the bar only marks itself dirty and redraws on a timer, at most `MAX_HZ` times a
 second. Acceptance is shown only once something was drafted ("–" before, never a made-up 0 %).
-
-`frozen_figures` is a display-level hook for deterministic snapshots: figures named there (e.g.
-"tokens_per_second") are shown with the given value instead of the measured one.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual.widgets import Static
 
-from specterm.engine import EngineInfo, Stats
+from specterm.engine import EngineInfo, Event, Finished, Stats, StatsUpdate
 
 MAX_HZ = 4
 
@@ -46,6 +44,19 @@ class StatusModel:
         self.demo = demo or info.demo
         self.gpu = info.gpu
 
+    def apply_event(self, kind: str, event: Event, *, chat_running: bool = False) -> None:
+        """Follow one engine event of a "chat" or completion request; `chat_running`: a chat
+        answer is still streaming (the state a finished completion returns to)."""
+        if isinstance(event, StatsUpdate):
+            self.live = event.stats
+        elif isinstance(event, Finished):
+            self.live = None
+            if event.stats.tokens or event.stats.target_passes:
+                self.last = event.stats
+            self.state = "chatting" if chat_running and kind != "chat" else "idle"
+            return
+        self.state = "chatting" if kind == "chat" else "completing"
+
 
 class StatusBar(Static):
     DEFAULT_CSS = """
@@ -55,7 +66,6 @@ class StatusBar(Static):
     def __init__(self, model: StatusModel, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self.model = model
-        self.frozen_figures: dict[str, float] = {}
         self._dirty = True
 
     def on_mount(self) -> None:
@@ -68,14 +78,27 @@ class StatusBar(Static):
     def mark_dirty(self) -> None:
         self._dirty = True
 
+    def show_progress(self, message: str, fraction: float) -> None:
+        """Loading progress; callable from any thread (the engine loads on its own)."""
+        def show() -> None:
+            self.model.message = f"{message} ({fraction:.0%})"
+            self._dirty = True
+
+        if threading.current_thread() is threading.main_thread():
+            show()
+        else:
+            try:
+                self.app.call_from_thread(show)
+            except RuntimeError:
+                pass  # the app is shutting down
+
     def _tick(self) -> None:
         if self._dirty:
             self._dirty = False
             self.update(self.render_status())
 
-    def figure(self, name: str, stats: Stats | None) -> float | None:
-        if name in self.frozen_figures:
-            return self.frozen_figures[name]
+    @staticmethod
+    def figure(name: str, stats: Stats | None) -> float | None:
         return None if stats is None else getattr(stats, name)
 
     def render_status(self) -> Text:

@@ -1,0 +1,53 @@
+"""The command palette's entries (ctrl+p): every action the app has, each with its key, so the
+palette doubles as the list of what specterm can do."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from textual.app import SystemCommand
+
+if TYPE_CHECKING:
+    from .app import SpectermApp
+
+
+def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
+    def editor_action(name: str) -> Callable[[], None]:
+        def run() -> None:
+            editor = app.active_editor
+            if editor is not None:
+                getattr(editor, f"action_{name}")()
+                editor.focus()
+
+        return run
+
+    commands: list[tuple[str, str, Callable]] = [
+        ("Save file", "Write the active file to disk (ctrl+s)", app.action_save),
+        ("Close tab", "Close the active file (alt+w)", app.action_close_tab),
+        ("Next tab", "Switch to the next open file (ctrl+pagedown)", lambda: app.action_cycle_tab(1)),
+        ("Previous tab", "Switch to the previous open file (ctrl+pageup)", lambda: app.action_cycle_tab(-1)),
+        ("Toggle file tree", "Show or hide the files (ctrl+b)", app.action_toggle_tree),
+        ("Toggle chat pane", "Show or hide the chat (ctrl+t)", app.action_toggle_chat),
+        ("Ask about the code", "Focus the chat question box (ctrl+l)", app.action_ask),
+        ("Find", "Find text in the active file (ctrl+f, F3 next)", app.action_find),
+        ("Complete now", "Ask for an inline suggestion at the cursor (ctrl+space)", editor_action("complete")),
+        ("Accept suggestion", "Insert the whole suggestion (Tab)", editor_action("accept_completion")),
+        ("Accept next word", "Insert the suggestion's next word (ctrl+right)", editor_action("accept_word")),
+        ("Accept next line", "Insert the suggestion's next line (End)", editor_action("accept_line")),
+        ("Dismiss suggestion", "Hide the suggestion and stop its request (Esc)", editor_action("dismiss_completion")),
+        ("Find next", "Go to the next match (F3)", app.action_find_next),
+        ("Quit", "Leave specterm, asking about unsaved changes (ctrl+q)", lambda: app.run_action("quit")),
+        ("Statistics", "Acceptance by draft position and over time (F9)", app.action_stats),
+        ("Insert code block", "Insert the last answer's code block at the cursor", app.action_insert_code_block),
+        ("Copy code block", "Copy the last answer's code block (OSC 52)", app.chat.copy_last_code_block),
+        ("Clear chat", "Forget the conversation so far", app.chat.clear),
+        ("Reload config", "Re-read config.toml files now", app.reload_config),
+        ("Draft: lookup", "Draft with prompt lookup (no model)", lambda: app.run_action("switch_draft('lookup')")),
+        ("Draft: none", "Plain decoding, no drafting", lambda: app.run_action("switch_draft('none')")),
+        ("Draft: model", "Draft with the configured draft model", lambda: app.run_action("switch_draft('model')")),
+    ]
+    for name in sorted(app.themes):
+        commands.append((f"Theme: {name}", f"Switch to the {name} theme (saved to your config)",
+                         lambda name=name: app.action_set_theme(name)))
+    for title, help_text, callback in commands:
+        yield SystemCommand(title, help_text, callback)

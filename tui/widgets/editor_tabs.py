@@ -1,0 +1,366 @@
+"""EditorTabs: the open files, one CodeEditor tab each, and everything that keeps them and the disk
+in step — open, save (asking before overwriting a file changed since it was loaded), close (asking
+about unsaved edits), reload a clean buffer changed on disk, ask before replacing a dirty one, and
+mark a tab whose file was deleted.
+
+The app composes it and routes keys and disk events to it; the tabs post `FilesChanged` when the set
+of open paths changed (the app re-aims its file watcher) and `Saved` when a save created a file
+(the app shows it in the tree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Static, TabbedContent, TabPane
+
+from specterm.engine import ContextFile
+
+from ..screens.choice import ChoiceScreen
+from ..textfile import FileLoadError, TextFile
+from ..themes import SpectermTheme
+from .completion import Completer
+from .editor import CodeEditor
+
+WELCOME = (
+    "specterm\n\n"
+    "ctrl+b  files          ctrl+p  every action\n"
+    "ctrl+l  ask the chat   ctrl+q  quit\n\n"
+    "Suggestions appear when you pause typing:\n"
+    "Tab accepts · ctrl+right a word · End a line · Esc dismisses"
+)
+
+
+@dataclass
+class OpenFile:
+    """One tab: the file as loaded, its editor, and what was last read from or written to disk."""
+
+    file: TextFile
+    editor: CodeEditor
+    pane_id: str
+    saved_text: str
+    deleted: bool = False
+
+    @property
+    def dirty(self) -> bool:
+        return self.editor.text != self.saved_text
+
+    @property
+    def label(self) -> str:
+        """The tab's title: ● for unsaved edits, "(deleted)" when the file is gone from disk."""
+        name = self.file.path.name
+        marked = f"● {name}" if self.dirty else name
+        return f"{marked} (deleted)" if self.deleted else marked
+
+
+class EditorTabs(Vertical):
+    """The open files as tabs (a welcome text while none is open)."""
+
+    DEFAULT_CSS = """
+    EditorTabs { height: 1fr; }
+    """
+
+    class FilesChanged(Message):
+        """A file was opened or closed: the set of paths worth watching changed."""
+
+    class Saved(Message):
+        """A file was written; `created` when it did not exist before."""
+
+        def __init__(self, path: Path, created: bool) -> None:
+            super().__init__()
+            self.path = path
+            self.created = created
+
+    def __init__(self, *, theme: SpectermTheme, completer: Completer, blink: bool = True,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.spectheme = theme
+        self.completer = completer
+        self.blink = blink  # off over SSH: every blink is a redraw sent over the connection
+        self.files: dict[str, OpenFile] = {}  # by pane id
+        self._pane_counter = 0
+        self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
+
+    def compose(self) -> ComposeResult:
+        yield Static(WELCOME, id="welcome", markup=False)
+        tabs = TabbedContent(id="tabs")
+        tabs.display = False  # until a file is open
+        yield tabs
+
+    # -- lookups ----------------------------------------------------------------------------------
+
+    @property
+    def tabbed(self) -> TabbedContent:
+        return self.query_one(TabbedContent)
+
+    @property
+    def active_file(self) -> OpenFile | None:
+        active = self.tabbed.active
+        return self.files.get(active) if active else None
+
+    @property
+    def active_editor(self) -> CodeEditor | None:
+        open_file = self.active_file
+        return open_file.editor if open_file else None
+
+    def find_open(self, path: Path) -> OpenFile | None:
+        path = Path(path).absolute()
+        return next((f for f in self.files.values() if f.file.path == path), None)
+
+    def file_of(self, editor: object) -> OpenFile | None:
+        return next((f for f in self.files.values() if f.editor is editor), None)
+
+    def paths(self) -> set[Path]:
+        return {f.file.path for f in self.files.values()}
+
+    def dirty_files(self) -> list[OpenFile]:
+        return [f for f in self.files.values() if f.dirty]
+
+    def tab_label(self, open_file: OpenFile) -> str:
+        """The label the tab bar shows for `open_file` right now."""
+        return str(self.tabbed.get_tab(open_file.pane_id).label)
+
+    def chat_context(self, lines: int) -> str:
+        """What goes along with a chat question: the active file's selection, or `lines` lines
+        around its cursor ("" with no file open)."""
+        open_file = self.active_file
+        if open_file is None:
+            return ""
+        editor = open_file.editor
+        name = open_file.file.path.name
+        language = editor.language_label.lower()
+        if not editor.selection.is_empty:
+            return f"File: {name}\nSelected code:\n```{language}\n{editor.selected_text}\n```"
+        row, _ = editor.cursor_location
+        text = editor.text.split("\n")
+        start, end = max(0, row - lines // 2), min(len(text), row + lines // 2)
+        snippet = "\n".join(text[start:end])
+        return f"File: {name} (lines {start + 1}-{end}, cursor at line {row + 1})\n```{language}\n{snippet}\n```"
+
+    def context_files(self, path: str | None, count: int, chars: int) -> tuple[ContextFile, ...]:
+        """Up to `count` other open files (their first `chars` characters) as completion context."""
+        others = [f for f in self.files.values() if str(f.file.path) != path]
+        return tuple(ContextFile(str(f.file.path), f.editor.text[:chars]) for f in others[:count])
+
+    def apply_theme(self, theme: SpectermTheme) -> None:
+        self.spectheme = theme
+        for open_file in self.files.values():
+            open_file.editor.apply_theme(theme)
+
+    # -- opening, switching, closing --------------------------------------------------------------
+
+    async def open_file(self, path: Path, *, create: bool = False) -> CodeEditor | None:
+        """Open `path` in a tab (or switch to it); with `create`, a missing file opens empty and
+        the first save creates it. A file that cannot be opened is a notice naming it and why."""
+        path = Path(path).absolute()
+        existing = self.find_open(path)
+        tabs = self.tabbed
+        if existing is not None:
+            tabs.active = existing.pane_id
+            self.focus_editor(existing.editor)
+            return existing.editor
+        try:
+            text_file = TextFile(path, "") if create and not path.exists() else TextFile.load(path)
+        except FileLoadError as err:
+            self.notify(str(err), title="Cannot open", severity="error", timeout=15, markup=False)
+            if not self.files:  # the welcome text says it too, for as long as it is shown
+                self.query_one("#welcome", Static).update(f"{WELCOME}\n\nNot opened: {err}")
+            return None
+        self._pane_counter += 1
+        pane_id = f"file-{self._pane_counter}"
+        editor = CodeEditor(text_file.text, path=path, theme=self.spectheme, completer=self.completer)
+        editor.cursor_blink = self.blink
+        open_file = OpenFile(text_file, editor, pane_id, saved_text=editor.text)
+        self.files[pane_id] = open_file
+        await tabs.add_pane(TabPane(open_file.label, editor, id=pane_id))
+        tabs.display = True
+        self.query_one("#welcome").display = False
+        tabs.active = pane_id
+        editor.move_cursor((0, 0))
+        self.focus_editor(editor)
+        self.post_message(self.FilesChanged())
+        return editor
+
+    def focus_editor(self, editor: CodeEditor) -> None:
+        """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
+        still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere)."""
+        editor.focus()
+        self.call_after_refresh(editor.focus)
+
+    def refresh_label(self, open_file: OpenFile) -> None:
+        try:
+            tab = self.tabbed.get_tab(open_file.pane_id)
+        except Exception:
+            return  # closed meanwhile
+        if str(tab.label) != open_file.label:  # every keystroke lands here: relabel only on a change
+            tab.label = open_file.label
+
+    def on_text_area_changed(self, event: CodeEditor.Changed) -> None:
+        open_file = self.file_of(event.text_area)
+        if open_file is not None:
+            self.refresh_label(open_file)
+
+    def cycle(self, step: int) -> None:
+        ids = list(self.files)
+        if not ids:
+            return
+        tabs = self.tabbed
+        index = ids.index(tabs.active) if tabs.active in ids else 0
+        tabs.active = ids[(index + step) % len(ids)]
+        self.focus_editor(self.files[tabs.active].editor)
+
+    async def close_active(self) -> None:
+        open_file = self.active_file
+        if open_file is None:
+            return
+        if open_file.dirty:
+            self._confirm_close(open_file)
+        else:
+            await self._close(open_file)
+
+    @work(group="close", exit_on_error=False)
+    async def _confirm_close(self, open_file: OpenFile) -> None:
+        answer = await self.app.push_screen_wait(
+            ChoiceScreen(
+                f"{open_file.file.path.name} has unsaved changes.",
+                [("save", "Save and close"), ("discard", "Discard"), ("cancel", "Cancel")],
+            )
+        )
+        if answer == "save" and self.save_now(open_file):
+            await self._close(open_file)
+        elif answer == "discard":
+            await self._close(open_file)
+
+    async def _close(self, open_file: OpenFile) -> None:
+        self.files.pop(open_file.pane_id, None)
+        tabs = self.tabbed
+        await tabs.remove_pane(open_file.pane_id)
+        if not self.files:
+            tabs.display = False
+            self.query_one("#welcome").display = True
+        elif self.active_editor is not None:
+            self.focus_editor(self.active_editor)
+        self.post_message(self.FilesChanged())
+
+    @work(group="quit", exit_on_error=False)
+    async def ask_before_quit(self, leave: Callable[[], None]) -> None:
+        """Unsaved edits and the user wants to quit: save all, discard, or stay; `leave` quits."""
+        dirty = self.dirty_files()
+        names = ", ".join(f.file.path.name for f in dirty)
+        answer = await self.app.push_screen_wait(
+            ChoiceScreen(
+                f"Unsaved changes in {names}.",
+                [("save", "Save all and quit"), ("discard", "Quit without saving"), ("cancel", "Cancel")],
+            )
+        )
+        if answer == "discard" or (answer == "save" and all(self.save_now(f) for f in dirty)):
+            leave()
+
+    # -- saving -----------------------------------------------------------------------------------
+
+    def save_active(self) -> None:
+        open_file = self.active_file
+        if open_file is None:
+            self.notify("No file to save.", severity="warning", timeout=3)
+            return
+        self._save(open_file)
+
+    @work(group="save", exit_on_error=False)
+    async def _save(self, open_file: OpenFile) -> bool:
+        if open_file.file.changed_on_disk() and not open_file.deleted:
+            answer = await self.app.push_screen_wait(
+                ChoiceScreen(
+                    f"{open_file.file.path.name} changed on disk since it was loaded. "
+                    "Overwrite it with your version?",
+                    [("overwrite", "Overwrite"), ("cancel", "Cancel")],
+                )
+            )
+            if answer != "overwrite":
+                return False
+        return self.save_now(open_file)
+
+    def save_now(self, open_file: OpenFile) -> bool:
+        text = open_file.editor.text
+        path = open_file.file.path
+        created = not path.exists()
+        try:
+            open_file.file.save(text)
+        except OSError as err:
+            self.notify(f"{path}: {err.strerror or err}", title="Not saved", severity="error", markup=False)
+            return False
+        open_file.saved_text = text
+        open_file.deleted = False
+        self.refresh_label(open_file)
+        self.post_message(self.Saved(path, created))
+        self.notify(f"Saved {path.name}", timeout=2, markup=False)
+        return True
+
+    # -- the disk changed -------------------------------------------------------------------------
+
+    async def file_changed_on_disk(self, open_file: OpenFile) -> None:
+        """A watched file changed: mark it deleted, reload a clean buffer, or ask about a dirty one
+        (specterm's own saves are recognised by content and change nothing)."""
+        path = open_file.file.path
+        if not path.exists():
+            if not open_file.deleted:
+                open_file.deleted = True
+                self.refresh_label(open_file)
+                self.notify(f"{path.name} was deleted on disk; ctrl+s writes it again.",
+                            severity="warning", timeout=8, markup=False)
+            return
+        if not open_file.file.changed_on_disk():
+            if open_file.deleted:
+                open_file.deleted = False
+                self.refresh_label(open_file)
+            return  # our own save, or a touch without a content change
+        if not open_file.dirty:
+            self.reload(open_file)
+            self.notify(f"Reloaded {path.name} (changed on disk).", timeout=3, markup=False)
+            return
+        if open_file.pane_id in self._prompting:
+            return
+        self._ask_reload(open_file)
+
+    @work(group="ask-reload", exit_on_error=False)
+    async def _ask_reload(self, open_file: OpenFile) -> None:
+        self._prompting.add(open_file.pane_id)
+        try:
+            answer = await self.app.push_screen_wait(
+                ChoiceScreen(
+                    f"{open_file.file.path.name} changed on disk and you have unsaved edits.",
+                    [("reload", "Load disk version"), ("keep", "Keep my edits")],
+                    default="keep",  # Enter, the likeliest key, must not throw the edits away
+                )
+            )
+        finally:
+            self._prompting.discard(open_file.pane_id)
+        if answer == "reload":
+            self.reload(open_file)
+        else:
+            self.notify("Kept your edits; saving will ask before overwriting the disk version.", timeout=5)
+
+    def reload(self, open_file: OpenFile) -> None:
+        """Replace the buffer with the disk version, keeping the cursor and scroll where they were."""
+        try:
+            fresh = TextFile.load(open_file.file.path)
+        except FileLoadError as err:
+            self.notify(str(err), severity="error", markup=False)
+            return
+        editor = open_file.editor
+        cursor = editor.cursor_location
+        scroll = editor.scroll_offset
+        open_file.file = fresh
+        editor.load_text(fresh.text)
+        open_file.saved_text = editor.text
+        open_file.deleted = False
+        row = min(cursor[0], editor.document.line_count - 1)
+        col = min(cursor[1], len(editor.document[row]))
+        editor.move_cursor((row, col))
+        editor.scroll_to(scroll.x, scroll.y, animate=False)
+        self.refresh_label(open_file)
