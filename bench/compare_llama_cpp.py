@@ -114,22 +114,17 @@ def target_path(target: str) -> str:
     return demo_model_path()
 
 
-def requantized_copy(target: str, kind: str, tag: str) -> str:
-    """A copy of the target requantized to `kind`, made once and cached as `<stem>.<tag>.gguf`
-    under ~/.cache/specterm/bench (bench/cost_table.py uses it too)."""
-    from specterm.engine.llamacpp.model import quantize
+def requantized_copy(target: str, kind: str) -> str:
+    """A copy of the target in `kind` (any type, larger ones too), derived once and cached by
+    specterm's own derive (engine/llamacpp/derive.py; bench/cost_table.py uses it too)."""
+    from specterm.engine.llamacpp.derive import ensure_copy
 
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
-    cache.mkdir(parents=True, exist_ok=True)
-    out = cache / f"{Path(target).stem}.{tag}.gguf"
-    if not out.exists():
-        quantize(target, str(out), kind)
-    return str(out)
+    return str(ensure_copy(target, kind, draft=False))
 
 
 def default_draft(target: str) -> str:
     """A requantized (q4_0) copy of the target: same vocabulary, partial acceptance."""
-    return requantized_copy(target, "q4_0", "q4_0-draft")
+    return requantized_copy(target, "q4_0")
 
 
 def main() -> int:

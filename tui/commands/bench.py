@@ -45,7 +45,7 @@ def _positive(text: str) -> int:
 
 
 def _kinds(text: str) -> tuple[str, ...]:
-    from specterm.engine.bench.runner import TASK_KINDS  # light: no llama.cpp
+    from specterm.engine.bench.tasks import TASK_KINDS  # light: no llama.cpp
 
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in TASK_KINDS]
@@ -86,7 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
 
 
 def build_tasks(args: argparse.Namespace, settings: Settings):
-    from specterm.engine.bench.runner import builtin_tasks, fim_tasks
+    from specterm.engine.bench.tasks import builtin_tasks, fim_tasks
 
     if args.paths:
         if args.kinds and "fim" not in args.kinds:
