@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -194,6 +194,11 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 # -- the benchmark -------------------------------------------------------------------------------
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
+TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adaptive result, done, total)
+# Costs are sampled once per this many tokens of context position (see Bench._costs_at).
+COST_BUCKET_TOKENS = 256
+COST_ROUNDS = 3
+WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its
 # one-token kernels (plain decoding) may round differently there and pick the other token. The
 # engine's fidelity tests use the same threshold.
@@ -227,6 +232,16 @@ class BenchReport:
                                                     and r["divergence_gap"] <= NEAR_TIE_GAP)
                 for r in [*rows, *(t for e in sweep for t in e["tasks"])]),
         }
+        by_kind: dict[str, list[float]] = {}
+        for (task, _), r in zip(self.tasks, rows):
+            by_kind.setdefault(task.kind, []).append(r["speedup"])
+        out["by_kind"] = {k: {"speedup": _r(geometric_mean(v)), "speedup_min": _r(min((x for x in v if x), default=None)),
+                              "tasks": len(v)} for k, v in by_kind.items()}
+        out["num_drafts"] = total.num_drafts
+        out["num_draft_tokens"] = total.drafted
+        out["num_accepted_tokens"] = total.accepted
+        out["mean_acceptance_length"] = _r(total.mean_acceptance_length)
+        out["probes"] = total.probes
         ranked = [e for e in sweep if e["speedup"]]
         if ranked:
             best = max(ranked, key=lambda e: e["speedup"])
@@ -279,22 +294,24 @@ class Bench:
     """Runs tasks plain and speculative, alternately, on one loaded LocalEngine."""
 
     def __init__(self, engine, *, repeat: int = 1, on_progress: ProgressFn | None = None,
-                 measure_costs: bool = True) -> None:
+                 measure_costs: bool = True, on_task: TaskDoneFn | None = None) -> None:
         if engine.decoder is None or engine.target is None:
             raise ValueError("the engine must be loaded before benchmarking")
         self.engine = engine
         self.repeat = max(1, repeat)
         self.on_progress = on_progress or (lambda msg, done, total: None)
+        self.on_task = on_task or (lambda task, comp, done, total: None)
         self.measure_costs = measure_costs
         self._done = 0
         self._total = 0
         self._sizes: Sequence[int] = range(1, 2)
+        self._meters: dict[int, CostMeter] = {}  # by context-length bucket (see _costs_at)
+        self.prompts: dict[str, tuple[list[int], int]] = {}  # task name -> (prompt ids, plain tokens)
 
     # -- one run -----------------------------------------------------------------------------------
     def _run(self, task: BenchTask, fixed_draft: int | None, on_stats=None) -> Run:
-        text, reason, stats = self.engine.run_request(task.request, fixed_draft=fixed_draft,
-                                                      on_stats=on_stats)
-        return Run(stats, list(self.engine.decoder.last_tokens), reason)
+        result = self.engine.run(task.request, fixed_draft=fixed_draft, on_stats=on_stats)
+        return Run(result.stats, result.tokens, result.reason)
 
     def _plain_gaps(self, task: BenchTask) -> tuple[Run, list[float | None]]:
         """A plain run that records the top-2 logit gap behind every token it emits (unmeasured:
@@ -316,11 +333,7 @@ class Bench:
 
     def _invalidate_caches(self) -> None:
         """After cost sampling the models' KV caches no longer hold what the loop thinks."""
-        dec = self.engine.decoder
-        dec.cached = []
-        drafter = dec.drafter
-        if hasattr(drafter, "cached"):
-            drafter.cached = []
+        self.engine.decoder.forget()
 
     def _rewind_drafter(self, n_prompt: int) -> None:
         """Make a draft model hold exactly the prompt when a measured run starts, as llama.cpp's
@@ -328,33 +341,27 @@ class Bench:
         find the previous run's tokens in the draft's cache and skip catching up on its own
         output; with it, every run pays what a new request pays for the draft's lag behind the
         text generated while drafting was off."""
-        drafter = self.engine.decoder.drafter
-        model = getattr(drafter, "model", None)
-        cached = getattr(drafter, "cached", None)
-        if model is None or cached is None or len(cached) <= n_prompt:
-            return
-        if model.trim(n_prompt):
-            drafter.cached = cached[:n_prompt]
-        else:
-            model.clear()
-            drafter.cached = []
+        self.engine.decoder.drafter.rewind(n_prompt)
 
-    def _task_meter(self, run: Run) -> CostMeter | None:
-        """A cost meter at the task's own position: its prompt plus half of a plain run's output,
-        i.e. the middle of the context span the measured runs decode in."""
+    def _costs_at(self, run: Run) -> CostMeter | None:
+        """The cost meter for a task's position (its prompt plus half of a plain run's output, the
+        middle of the span its runs decode in), sampled once per context-length bucket: costs are
+        a property of the pair, the machine and the context length, not of the text, so tasks of
+        similar length share one measurement instead of each paying for its own."""
         if not self.measure_costs:
             return None
         eng = self.engine
         n = run.stats.prompt_tokens + len(run.tokens) // 2
-        context = eng.decoder.cached[:n]
-        draft_model = getattr(eng.decoder.drafter, "model", None)
-        return CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
-
-    def _sample_costs(self, meter: CostMeter | None, rounds: int = 1) -> None:
+        bucket = n // COST_BUCKET_TOKENS
+        meter = self._meters.get(bucket)
         if meter is None:
-            return
-        meter.sample(rounds)
-        self._invalidate_caches()
+            context = eng.decoder.cached[:n]
+            draft_model = getattr(eng.decoder.drafter, "model", None)
+            meter = CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
+            meter.sample(COST_ROUNDS)
+            self._invalidate_caches()
+            self._meters[bucket] = meter
+        return meter
 
     def run(self, tasks: Sequence[BenchTask], sweep: Sequence[int] = ()) -> BenchReport:
         eng = self.engine
@@ -363,29 +370,31 @@ class Bench:
         self._total = len(tasks) * (2 + 2 * len(modes) * self.repeat)
         self._done = 0
         self._sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
-        meters: list[CostMeter] = []
+        self._meters = {}
         results: list[tuple[BenchTask, Comparison]] = []
         per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
         load_before = machine_info()["load_average"]
-        for task in tasks:
+        for i, task in enumerate(tasks):
             # Warm-up (unmeasured): the prompt enters the target's and the draft's KV caches, so
             # every measured run starts from the same state and no run pays for a prefill. The
             # speculative warm-up drafts at every pass (fixed length 1) so a draft model really
-            # sees the prompt even when the adaptive controller has drafting off.
+            # reads the prompt; a few tokens are enough for that.
             first, gaps = self._plain_gaps(task)
-            meter = self._task_meter(first)
-            self._sample_costs(meter, 2)
+            # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
+            # the number of tokens plain decoding emitted.
+            self.prompts[task.name] = (list(eng.decoder.cached[: first.stats.prompt_tokens]), len(first.tokens))
+            meter = self._costs_at(first)
             self._step(f"{task.name}: warm-up")
-            warm = self._run(task, 1)
+            warm = self._run(replace(task, request=replace(task.request, max_tokens=WARMUP_TOKENS)), 1)
             self._step(f"{task.name}: warm-up")
             n_prompt = warm.stats.prompt_tokens
             comps = {m: Comparison(task.name, greedy=greedy, plain_gaps=gaps) for m in modes}
             for r in range(self.repeat):
                 for m in modes:
                     label = "adaptive" if m is None else f"draft {m}"
-                    # A B, then B A on the next repeat: whatever favours the first (or the
-                    # second) run of a pair cancels out over an even number of repeats.
-                    if r % 2 == 0:
+                    # A B, then B A on the next repeat (and the next task): whatever favours the
+                    # first (or the second) run of a pair cancels out over the run.
+                    if (r + i) % 2 == 0:
                         plain = self._run(task, 0)
                         self._rewind_drafter(n_prompt)
                         spec = self._run(task, m)
@@ -396,15 +405,15 @@ class Bench:
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
-            self._sample_costs(meter, 1)  # before and after the runs: the costs see the same load
             if meter is not None:
-                meters.append(meter)
                 own = meter.costs()
                 for c in comps.values():
                     c.costs = own
             results.append((task, comps[None]))
             for g in sweep:
                 per_g[g].append((task, comps[g]))
+            self.on_task(task, comps[None], i + 1, len(tasks))
+        meters = list(self._meters.values())
         sweep_out = []
         for g in sweep:
             total = Comparison(f"draft {g}", greedy=greedy)
