@@ -3,22 +3,25 @@
 What `specterm bench` measures, and why it is built this way:
 
 - Plain and speculative runs alternate on one loaded engine with identical settings, so load on a
-  shared machine and drift hit both sides alike; the order flips every repeat (A B, B A, ...) so
-  neither side always runs first. Plain decoding is the same
-  loop with drafting forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
-- Before the measured runs of a task, one unmeasured plain run puts the prompt in the KV caches:
-  every measured run then starts from the same cache state (prefix reuse re-decodes only the last
-  prompt token), so greedy outputs can be compared token by token and prompt time is not measured
-  at all (tokens/s covers generation only).
+  shared machine and drift hit both sides alike; the order flips every repeat and every task
+  (A B, B A, ...) so neither side always runs first. Plain decoding is the same loop with drafting
+  forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
+- Before the measured runs of a task, two short unmeasured runs (plain, then drafting) put the
+  prompt in both KV caches: every measured run then starts from the same cache state (prefix reuse
+  re-decodes only the last prompt token), so greedy outputs can be compared token by token and
+  prompt time is not measured at all (tokens/s covers generation only).
 - The costs the theory needs are measured directly with the Model API, not inferred from the loop:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
   argmax) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
-  asks). They are measured per task, at the task's own position in the context (its prompt plus
-  half its output), before and after its runs: on a small model attention over a longer context
-  makes every pass dearer, so one set of costs for all tasks would mispredict the long ones.
-  The prediction for a run mixes t_v over the draft lengths the run actually used; loop
-  efficiency = measured speedup / predicted speedup isolates specterm's own per-pass overhead
-  (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
+  asks, timed at a few k and interpolated). They are measured at a task's own position in the
+  context (its prompt plus half its output), once per 256-token bucket of positions: attention
+  over a longer context makes every pass dearer, so one set of costs for all tasks would
+  mispredict the long ones, but costs do not depend on the text, so tasks of similar length share
+  one measurement. The prediction for a run mixes t_v over the draft lengths the run actually
+  used; loop efficiency = measured speedup / predicted speedup isolates specterm's own per-pass
+  overhead (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
+- Where greedy outputs differ, one more plain run reads the target's top-2 logit gap at every
+  token, so the report can tell a near-tie (batched kernels rounding differently) from a bug.
 
 The theory is in theory.py, the tasks in tasks.py, the cost meter in costs.py.
 """
@@ -198,6 +201,7 @@ TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adapt
 # Costs are sampled once per this many tokens of context position (see Bench._costs_at).
 COST_BUCKET_TOKENS = 256
 COST_ROUNDS = 3
+COST_SIZES = (1, 2, 3, 5, 9, 17, 33)  # verify batch sizes timed (plus draft_max + 1 and sweep lengths + 1)
 WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its
 # one-token kernels (plain decoding) may round differently there and pick the other token. The
@@ -343,15 +347,16 @@ class Bench:
         text generated while drafting was off."""
         self.engine.decoder.drafter.rewind(n_prompt)
 
-    def _costs_at(self, run: Run) -> CostMeter | None:
+    def _costs_at(self, n_prompt: int, n_output: int) -> CostMeter | None:
         """The cost meter for a task's position (its prompt plus half of a plain run's output, the
         middle of the span its runs decode in), sampled once per context-length bucket: costs are
         a property of the pair, the machine and the context length, not of the text, so tasks of
-        similar length share one measurement instead of each paying for its own."""
+        similar length share one measurement instead of each paying for its own. Called right
+        after the task's runs, while the target's cache still holds its text."""
         if not self.measure_costs:
             return None
         eng = self.engine
-        n = run.stats.prompt_tokens + len(run.tokens) // 2
+        n = n_prompt + n_output // 2
         bucket = n // COST_BUCKET_TOKENS
         meter = self._meters.get(bucket)
         if meter is None:
@@ -369,26 +374,29 @@ class Bench:
         modes: list[int | None] = [None, *sweep]
         self._total = len(tasks) * (2 + 2 * len(modes) * self.repeat)
         self._done = 0
-        self._sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
+        # Verification is timed at a few batch sizes and interpolated in between (the cost is
+        # close to piecewise linear in k): every size up to draft_max + 1 would cost more time
+        # than the runs themselves on a slow machine.
+        top = max([eng.settings.speculative.draft_max, *sweep, 1]) + 1
+        self._sizes = sorted({k for k in COST_SIZES if k <= top} | {top} | {g + 1 for g in sweep})
         self._meters = {}
         results: list[tuple[BenchTask, Comparison]] = []
         per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
         load_before = machine_info()["load_average"]
         for i, task in enumerate(tasks):
-            # Warm-up (unmeasured): the prompt enters the target's and the draft's KV caches, so
-            # every measured run starts from the same state and no run pays for a prefill. The
-            # speculative warm-up drafts at every pass (fixed length 1) so a draft model really
-            # reads the prompt; a few tokens are enough for that.
-            first, gaps = self._plain_gaps(task)
-            # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
-            # the number of tokens plain decoding emitted.
-            self.prompts[task.name] = (list(eng.decoder.cached[: first.stats.prompt_tokens]), len(first.tokens))
-            meter = self._costs_at(first)
-            self._step(f"{task.name}: warm-up")
-            warm = self._run(replace(task, request=replace(task.request, max_tokens=WARMUP_TOKENS)), 1)
-            self._step(f"{task.name}: warm-up")
+            # Warm-up (unmeasured, a few tokens each way): the prompt enters the target's and the
+            # draft's KV caches, so every measured run starts from the same state and no run pays
+            # for a prefill. The speculative warm-up drafts at every pass (fixed length 1) so a
+            # draft model really reads the prompt.
+            short = replace(task, request=replace(task.request, max_tokens=WARMUP_TOKENS))
+            warm = self._run(short, 0)
             n_prompt = warm.stats.prompt_tokens
-            comps = {m: Comparison(task.name, greedy=greedy, plain_gaps=gaps) for m in modes}
+            prompt_ids = list(eng.decoder.cached[:n_prompt])
+            self._step(f"{task.name}: warm-up")
+            self._run(short, 1)
+            self._step(f"{task.name}: warm-up")
+            comps = {m: Comparison(task.name, greedy=greedy) for m in modes}
+            plain_tokens: list[int] = []
             for r in range(self.repeat):
                 for m in modes:
                     label = "adaptive" if m is None else f"draft {m}"
@@ -405,10 +413,22 @@ class Bench:
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
+                    plain_tokens = plain.tokens
+            # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
+            # the number of tokens plain decoding emitted.
+            self.prompts[task.name] = (prompt_ids, len(plain_tokens))
+            # Costs after the runs, at the task's position (known now: prompt + half the output).
+            meter = self._costs_at(n_prompt, len(plain_tokens))
             if meter is not None:
                 own = meter.costs()
                 for c in comps.values():
                     c.costs = own
+            if greedy and any(d is not None for c in comps.values() for d in c.divergences):
+                # Only where outputs differed: the target's own top-2 gaps along the plain path,
+                # to tell a near-tie from a real divergence (reading logits costs a run).
+                _, gaps = self._plain_gaps(task)
+                for c in comps.values():
+                    c.plain_gaps = gaps
             results.append((task, comps[None]))
             for g in sweep:
                 per_g[g].append((task, comps[g]))

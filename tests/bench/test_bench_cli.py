@@ -50,7 +50,8 @@ def test_json_report_with_sweep(bench):
     assert data["summary"]["speedup_min"] <= data["summary"]["speedup"]
     costs = data["costs"]
     assert _is_number(costs["t1_ms"]) and costs["t_d_ms"] == 0  # lookup drafting is free
-    assert set(costs["t_v_ms"]) == {"1", "2", "3", "4", "5"}  # up to draft_max + 1
+    # timed at a few sizes up to draft_max + 1 (interpolated between) and at each sweep length + 1
+    assert set(costs["t_v_ms"]) == {"1", "2", "3", "5"}
     # costs are sampled once per 256-token bucket of context position (3 rounds), and shared there
     buckets = {}
     for task in data["tasks"]:
