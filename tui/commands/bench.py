@@ -281,7 +281,7 @@ def write_table(data: dict, out: TextIO) -> None:
     c = data.get("costs")
     if c:
         tv = c["t_v_ms"]
-        ks = [k for k in ("2", "4", "8", "16", "17") if k in tv]
+        ks = [k for k in tv if k != "1"]
         parts = ", ".join(f"t_v({k}) {tv[k]:.2f} ms = {c['t_v_over_t1'][k]:.1f} t1" for k in ks)
         out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms, {parts}\n")
     out.write("\n")
