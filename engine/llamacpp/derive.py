@@ -203,9 +203,9 @@ def default_output(target: str | Path, kind: str) -> Path:
     t = Path(target)
     name = f"{t.stem}.derived-{kind.upper()}.gguf"
     folder = t.parent
-    resolved = str(t.resolve())
-    if ("site-packages" in resolved or "/huggingface/hub/" in resolved
-            or not os.access(folder, os.W_OK)):
+    parts = Path(os.path.abspath(t)).parts
+    in_hub_cache = "snapshots" in parts and any(p.startswith("models--") for p in parts)
+    if in_hub_cache or "site-packages" in parts or not os.access(folder, os.W_OK):
         folder = cache_dir()
     return folder / name
 

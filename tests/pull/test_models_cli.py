@@ -145,3 +145,19 @@ def test_derive_bad_input_exits_2_with_what_to_do(sandbox):
     assert sorted(p.name for p in work.iterdir()) == ["notes.gguf"]  # nothing half-written
     r = sandbox.specterm("models", "demo", "--type", "Q4_0")
     assert r.returncode == 2 and "belong to `specterm models derive" in r.stderr
+
+
+def test_the_listing_shows_derived_drafts_of_a_downloaded_target(sandbox):
+    from specterm.engine.llamacpp.demo import demo_model_path
+
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, Path(demo_model_path()))
+    made = sandbox.specterm("models", "derive", str(target), "--type", "Q4_0", "--json")
+    assert made.returncode == 0, made.stderr
+    draft = json.loads(made.stdout)["draft"]
+    assert "/huggingface/hub/" not in draft  # never written into the Hugging Face cache
+    data = json.loads(sandbox.specterm("models", "--json").stdout)
+    pairs = {p["name"]: p for p in data["pairs"]}
+    assert pairs[PAIR]["derived_drafts"] == [draft]
+    assert all(p["derived_drafts"] == [] for name, p in pairs.items() if name != PAIR)
+    human = sandbox.specterm("models")
+    assert f"{PAIR}: {draft}" in human.stdout and "specterm models derive TARGET" in human.stdout

@@ -144,6 +144,8 @@ def catalogue_listing(catalogue: Catalogue, settings: Settings) -> dict[str, Any
                 listed_paths.add(os.path.realpath(f["path"]))
         pairs.append({
             "name": pair.slug,
+            # low-bit copies of the downloaded target (`specterm models derive`): drafts too
+            "derived_drafts": derived_copies(Path(target["path"])) if target["path"] else [],
             "target": {"name": pair.target.name, **target},
             "draft": {"name": pair.draft.name, **draft},
             "other_quants": others,
@@ -160,6 +162,21 @@ def catalogue_listing(catalogue: Catalogue, settings: Settings) -> dict[str, Any
     ]
     return {"ctx": ctx, "kv_type": kv_type, "machine": where, "hub_cache": str(hub.hub_cache_dir()),
             "pairs": pairs, "other_cached": other}
+
+
+def derived_copies(target: Path) -> list[str]:
+    """Copies of `target` in fewer bits (same tensors): next to it, or in the derive cache."""
+    from specterm.engine.llamacpp.derive import cache_dir, is_derived_pair, read_gguf_summary
+
+    mine = read_gguf_summary(target)
+    found = []
+    for folder in dict.fromkeys((target.parent, cache_dir())):
+        for path in sorted(folder.glob("*.gguf")) if folder.is_dir() else []:
+            if os.path.realpath(path) == os.path.realpath(target):
+                continue
+            if path.stat().st_size < target.stat().st_size and is_derived_pair(target, path):
+                found.append(str(path))
+    return found if mine.tensors else []
 
 
 def _print_catalogue(data: dict[str, Any]) -> None:
@@ -186,6 +203,13 @@ def _print_catalogue(data: dict[str, Any]) -> None:
     out.write(f"\nMemory: weights plus both KV caches at ctx {data['ctx']} ({data['kv_type']}); "
               f"{where}; {ram}.\n")
     out.write(f"Hugging Face cache: {data['hub_cache']}\n")
+    derived = [(p["name"], d) for p in data["pairs"] for d in p["derived_drafts"]]
+    if derived:
+        out.write("\nDerived drafts (low-bit copies of a downloaded target):\n")
+        for name, path in derived:
+            out.write(f"  {name}: {path}\n")
+    out.write("\nAny target can draft for itself: `specterm models derive TARGET --type Q4_0` writes a "
+              "low-bit copy with the same vocabulary.\n")
     if data["other_cached"]:
         out.write("\nOther GGUFs in the cache (`specterm models PATH` lists drafts for one):\n")
         for g in data["other_cached"]:
