@@ -2,7 +2,7 @@
 
 The reference is llama.cpp's `llama-server`, built by bench/build_llama_cpp.sh from the llama.cpp that
 llama-cpp-python vendors (the same commit and kernels specterm runs on). Two servers run side by
-side on loopback: one plain, one speculative (`-md DRAFT` for a draft model, `--spec-type
+side on loopback: one plain, one speculative (`--spec-type draft-simple -md DRAFT` for a draft model, `--spec-type
 ngram-simple` for prompt lookup), so llama.cpp's speedup is measured by one program against itself,
 as specterm's is; their ratio is the figure that compares the two implementations. (The
 `llama-speculative-simple` example has no plain mode to divide by; bench/compare_llama_cpp.py
@@ -125,10 +125,12 @@ def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], 
     sp = settings.speculative
     if settings.draft.kind == "model" and settings.draft.model is not None:
         d = settings.draft.model
-        spec = ["-md", d.path, "-td", str(threads), "--spec-draft-n-max", str(sp.draft_max),
+        spec = ["--spec-type", "draft-simple", "-md", d.path, "-td", str(threads),
+                "--spec-draft-n-max", str(sp.draft_max),
                 "--spec-draft-n-min", "0", "--spec-draft-p-min", str(sp.p_min),
                 "-ngld", str(d.gpu_layers if d.gpu_layers >= 0 else 999)]
-        what = f"llama-server -md {Path(d.path).name}, draft max {sp.draft_max}, p_min {sp.p_min}"
+        what = (f"llama-server --spec-type draft-simple -md {Path(d.path).name}, draft max {sp.draft_max}, "
+                f"p_min {sp.p_min}")
     else:
         spec = ["--spec-type", NGRAM_TYPE]
         what = f"llama-server --spec-type {NGRAM_TYPE}"
