@@ -27,7 +27,10 @@ from .settings import SamplingSettings
 # A draft model that is far behind the text (a new prompt, a long stretch generated while drafting
 # was off) reads only the first few tokens (BOS, a FIM marker) and the last CATCHUP_WINDOW tokens:
 # a small draft predicts the next tokens from recent context, and catching up on a whole file
-# costs more than drafting on it ever saves. See bench/RESULTS.md for the acceptance this keeps.
+# costs more than drafting on it ever saves. Measured (demo target, its Q4_0 copy as draft, draft
+# length 4, 5 FIM tasks cut from textwrap.py with 800-2000-token prompts, the draft reading the
+# whole prompt first): acceptance 0.62 reading everything, 0.72 with a 512-token window (at a
+# quarter of the catch-up), 0.44 with 256, 0.40 with 128. So 512: less is too little context.
 CATCHUP_WINDOW = 512
 CATCHUP_HEAD = 4
 
