@@ -18,11 +18,14 @@ draft model's catch-up on text it has not read is charged to the draft that need
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 from .settings import SpeculativeSettings
 
 _ALPHA = 0.15  # weight of a new timing sample in the moving averages
+_WINDOW = 9  # t_v(n) is the median of this many recent samples: a shared CPU has spikes
 _DECAY = 0.97  # per-pass decay of the acceptance evidence (recent passes matter more)
 _PROBE_LENGTH = 2  # draft tokens in a probe while drafting is off
 _PROBE_BUDGET = 0.02  # forced drafting may cost at most this share of a request's plain time ...
@@ -51,10 +54,14 @@ class CostModel:
     # until that is measured (a draft model is no larger than its target).
     prompt_token: float | None = None
     verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
+    _recent: dict[int, deque] = field(default_factory=dict, repr=False)
 
     def observe_verify(self, n: int, seconds: float) -> None:
-        old = self.verify.get(n)
-        self.verify[n] = seconds if old is None else old + _ALPHA * (seconds - old)
+        """t_v(n) is a running median: one pass slowed down by another process on a shared
+        machine must not make drafting look cheap (t1 inflated) or dear (t_v(k) inflated)."""
+        recent = self._recent.setdefault(n, deque(maxlen=_WINDOW))
+        recent.append(seconds)
+        self.verify[n] = statistics.median(recent)
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
         if tokens > 0:

@@ -158,7 +158,8 @@ class SpeculativeDecoder:
         old = getattr(self, "controller", None)
         costs = CostModel()
         if old is not None:
-            costs.verify = dict(old.costs.verify)
+            for n, t in old.costs.verify.items():
+                costs.observe_verify(n, t)
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
         self.controller = DraftController(self.spec, draft_is_free=drafter.kind != "model", costs=costs)
