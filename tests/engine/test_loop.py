@@ -133,3 +133,18 @@ def test_stats_carry_the_telemetry_names_users_know(models, engine_factory):
     assert d["draft_catchup_time_s"] <= d["draft_time_s"]
     # a pass verifies one draft at most, and the prompt pass drafts nothing
     assert stats.num_drafts <= stats.target_passes - 1
+
+
+def test_costs_learned_in_one_request_carry_to_the_next(models, engine_factory):
+    """Costs are the pair's and the machine's: a fixed-length run measures t_d and t_v(2) for the
+    adaptive controller, and a new request keeps them (only acceptance evidence is discounted)."""
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, p_min=0.0)
+    costs = eng.decoder.controller.costs
+    assert costs.draft_token is None and not costs.verify
+    _, _, fixed = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=12), fixed_draft=1)
+    assert fixed.num_drafts > 0
+    assert costs.draft_token is not None and 2 in costs.verify  # every pass drafted
+    learned = dict(costs.verify)
+    _, _, adaptive = eng.run_request(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12))
+    assert set(learned) <= set(eng.decoder.controller.costs.verify)
+    assert adaptive.probes <= 1  # at most the request's early probe: no first measurement needed
