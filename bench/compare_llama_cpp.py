@@ -9,7 +9,9 @@ adaptive controller off), the same draft p_min, thread count and context. It pri
 acceptance side by side with the ratio specterm / llama.cpp, and optionally the figures as JSON.
 
 The binary comes from bench/build_llama_cpp.sh (the llama.cpp that llama-cpp-python vendors: the
-same commit specterm runs on). Run that first; this script never builds anything.
+same commit specterm runs on). Run that first; this script never builds anything. For llama.cpp's
+own speedup (its speculative server against its plain one) on any pair and tasks file, use
+`specterm bench --compare-llama-cpp`.
 
     .venv/bin/python bench/compare_llama_cpp.py                      # demo target, q4_0 draft copy
     .venv/bin/python bench/compare_llama_cpp.py --target T.gguf --draft D.gguf --draft-max 8
@@ -52,11 +54,14 @@ class Figures:
 
 
 def find_binary() -> Path:
-    script = REPO / "bench" / "build_llama_cpp.sh"
-    proc = subprocess.run(["bash", str(script), "--print"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"compare_llama_cpp: llama.cpp is not built yet; run {script} first.")
-    return Path(proc.stdout.strip()) / "llama-speculative-simple"
+    """llama-speculative-simple next to the llama-server that `specterm bench --compare-llama-cpp`
+    uses (one place knows where bench/build_llama_cpp.sh puts them: engine/bench/llama_cpp.py)."""
+    from specterm.engine.bench.llama_cpp import binaries_dir
+
+    folder = binaries_dir()
+    if folder is None or not (folder / "llama-speculative-simple").exists():
+        sys.exit(f"compare_llama_cpp: llama.cpp is not built yet; run {REPO / 'bench' / 'build_llama_cpp.sh'} first.")
+    return folder / "llama-speculative-simple"
 
 
 _DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds")
@@ -114,22 +119,17 @@ def target_path(target: str) -> str:
     return demo_model_path()
 
 
-def requantized_copy(target: str, kind: str, tag: str) -> str:
-    """A copy of the target requantized to `kind`, made once and cached as `<stem>.<tag>.gguf`
-    under ~/.cache/specterm/bench (bench/cost_table.py uses it too)."""
-    from specterm.engine.llamacpp.model import quantize
+def requantized_copy(target: str, kind: str) -> str:
+    """A copy of the target in `kind` (any type, larger ones too), derived once and cached by
+    specterm's own derive (engine/llamacpp/derive.py; bench/cost_table.py uses it too)."""
+    from specterm.engine.llamacpp.derive import ensure_copy
 
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specterm" / "bench"
-    cache.mkdir(parents=True, exist_ok=True)
-    out = cache / f"{Path(target).stem}.{tag}.gguf"
-    if not out.exists():
-        quantize(target, str(out), kind)
-    return str(out)
+    return str(ensure_copy(target, kind, draft=False))
 
 
 def default_draft(target: str) -> str:
     """A requantized (q4_0) copy of the target: same vocabulary, partial acceptance."""
-    return requantized_copy(target, "q4_0", "q4_0-draft")
+    return requantized_copy(target, "q4_0")
 
 
 def main() -> int:
@@ -147,7 +147,7 @@ def main() -> int:
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = p.parse_args()
 
-    from specterm.engine.bench.runner import builtin_tasks
+    from specterm.engine.bench.tasks import builtin_tasks
     from specterm.engine.requests import ChatRequest, GenerateRequest
 
     target = target_path(args.target)

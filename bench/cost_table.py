@@ -3,7 +3,7 @@
 
 Speculation pays only if verifying k tokens in one pass costs much less than k one-token decodes.
 On a GPU t_v(k) stays near t1; on a CPU it depends on whether llama.cpp has a batched kernel for the
-weight format. This requantizes the target into each format (cached with the bench drafts, by compare_llama_cpp's helper) and
+weight format. This requantizes the target into each format (cached derived copies, engine/llamacpp/derive.py) and
 times one-token and k-token decodes with the same meter `specterm bench` uses, interleaved over
 the formats and repeated, and prints medians.
 
@@ -31,7 +31,7 @@ def main() -> int:
     args = p.parse_args()
 
     from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
-    from specterm.engine.bench.runner import CostMeter
+    from specterm.engine.bench.costs import CostMeter
     from specterm.engine.llamacpp.model import Model
     from specterm.engine.settings import ModelSettings
 
@@ -41,8 +41,8 @@ def main() -> int:
         if fmt == "asis":
             paths[f"{Path(target).stem} (as is)"] = target
         else:
-            paths[fmt] = requantized_copy(target, fmt, fmt)
-    context_text = (Path(__file__).resolve().parent.parent / "engine" / "bench.py").read_text()
+            paths[fmt] = requantized_copy(target, fmt)
+    context_text = (Path(__file__).resolve().parent.parent / "engine" / "bench" / "runner.py").read_text()
     samples: dict[tuple[int, str], list] = {}
     for _ in range(args.repeat):
         for threads in (int(t) for t in args.threads.split(",")):

@@ -5,49 +5,84 @@ E(g) = (1 - a^(g+1)) / (1 - a) tokens and costs g * t_d (drafting) + t_v(g+1) (v
 tokens). The controller measures a, t_d and t_v(n) online and picks the g that maximises
 E(g) / (g * t_d + t_v(g+1)). g = 0 is plain decoding, chosen whenever drafting does not pay: a tiny
 target on a CPU, where verifying k tokens costs nearly k single decodes, or a drafter that keeps
-guessing wrong. While off, it probes with a short draft now and then, so it notices when drafting
-starts paying again (code that repeats itself, a new request): early in every request, and then as
-often as a budget of 2 % of the generation time allows, from what a probe was measured to cost.
+guessing wrong.
+
+What it costs to find out is bounded. Every draft the controller forces to learn something (the
+first cost measurement, probes while drafting is off, the extra look after a probe that held) is
+paid from a budget of _PROBE_BUDGET of each request's own plain-decoding time, so a short request
+loses at most that much, and none at all once the measured costs show that no draft length could
+pay even if every draft token were accepted. Costs are a property of the pair and the machine,
+not of the text: they carry from one request to the next (fixed-length runs feed them too), and a
+draft model's catch-up on text it has not read is charged to the draft that needs it.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
 
 from .settings import SpeculativeSettings
 
 _ALPHA = 0.15  # weight of a new timing sample in the moving averages
+_WINDOW = 9  # t_v(n) is the median of this many recent samples: a shared CPU has spikes
 _DECAY = 0.97  # per-pass decay of the acceptance evidence (recent passes matter more)
 _PROBE_LENGTH = 2  # draft tokens in a probe while drafting is off
-_PROBE_BUDGET = 0.02  # probes may cost at most this share of the generation time ...
-_PROBE_MIN = 16  # ... but come at least this many passes apart
-_PROBE_MAX = 256  # ... and at most this many
+_PROBE_BUDGET = 0.02  # forced drafting may cost at most this share of a request's plain time ...
+_EXPECTED_PASSES = 64  # ... counted from the start as if the request ran at least this long
+_PROBE_MIN = 16  # probes come at least this many passes apart (a new request's early one aside)
+_EARLY_PROBE = 2  # while off, a new request probes at this loop pass (when the budget allows)
 _EVIDENCE_MAX = 32  # decayed evidence kept, in draft tokens and rejections
 _CARRY = 0.2  # share of the acceptance evidence a new request inherits (bench: 0.1-0.25 best)
+_MARGIN = 1.03  # drafting must beat plain decoding by this much
+_STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
+_HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
+_PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
+_PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
 
 
 @dataclass
 class CostModel:
     """Moving averages of measured times, in seconds."""
 
-    draft_token: float | None = None  # time to produce one draft token
-    verify: dict[int, float] | None = None  # batch size -> time of one target pass
-
-    def __post_init__(self) -> None:
-        if self.verify is None:
-            self.verify = {}
+    # One draft token, the steady catch-up before each draft included (a draft model decodes
+    # what the last pass emitted before it can draft: that is part of what every draft costs).
+    draft_token: float | None = None
+    # One token of a longer catch-up (a batched decode: text the draft model had not read).
+    catchup_token: float | None = None
+    # One prompt token decoded by the target: an upper bound for the draft's catch-up per token
+    # until that is measured (a draft model is no larger than its target).
+    prompt_token: float | None = None
+    verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
+    _recent: dict[int, deque] = field(default_factory=dict, repr=False)
 
     def observe_verify(self, n: int, seconds: float) -> None:
-        old = self.verify.get(n)
-        self.verify[n] = seconds if old is None else old + _ALPHA * (seconds - old)
+        """t_v(n) is a running median: one pass slowed down by another process on a shared
+        machine must not make drafting look cheap (t1 inflated) or dear (t_v(k) inflated)."""
+        recent = self._recent.setdefault(n, deque(maxlen=_WINDOW))
+        recent.append(seconds)
+        self.verify[n] = statistics.median(recent)
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
+        if tokens > 0:
+            self.draft_token = _average(self.draft_token, seconds / tokens)
+
+    def observe_catchup(self, tokens: int, seconds: float) -> None:
+        if tokens > 0:
+            self.catchup_token = _average(self.catchup_token, seconds / tokens)
+
+    def observe_prompt(self, tokens: int, seconds: float) -> None:
+        if tokens >= 16:  # a few tokens are dominated by per-call overhead
+            self.prompt_token = _average(self.prompt_token, seconds / tokens)
+
+    def catchup(self, tokens: int) -> float:
+        """Predicted time for a draft model to read `tokens` tokens it has not seen."""
         if tokens <= 0:
-            return
-        per = seconds / tokens
-        old = self.draft_token
-        self.draft_token = per if old is None else old + _ALPHA * (per - old)
+            return 0.0
+        per = self.catchup_token if self.catchup_token is not None else self.prompt_token
+        if per is None:
+            per = self.draft_token or self.verify.get(1) or 0.0
+        return tokens * per
 
     def t_verify(self, n: int, fit: tuple[float, float] | None = None) -> float | None:
         """Measured t_v(n), or the line `fit` (see `line()`) through the measured sizes."""
@@ -64,9 +99,7 @@ class CostModel:
     def line(self) -> tuple[float, float] | None:
         """(intercept, slope) of t_v(n): least squares through the measured sizes (two or more)."""
         v = self.verify
-        if not v:
-            return None
-        if len(v) == 1:
+        if len(v) < 2:
             return None
         xs = list(v)
         ys = [v[x] for x in xs]
@@ -76,13 +109,21 @@ class CostModel:
         return my - slope * mx, slope
 
 
-class DraftController:
-    """Picks the next draft length; `fixed` (adaptive off) always returns draft_max."""
+def _average(old: float | None, new: float) -> float:
+    return new if old is None else old + _ALPHA * (new - old)
 
-    def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False) -> None:
+
+class DraftController:
+    """Picks the next draft length; `fixed` (adaptive off) always returns draft_max.
+
+    `costs` may be shared: costs are the pair's and the machine's, so a fixed-length run (bench
+    sweeps, warm-ups) teaches the adaptive controller what drafting and verifying cost."""
+
+    def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False,
+                 costs: CostModel | None = None) -> None:
         self.spec = spec
         self.adaptive = spec.adaptive
-        self.costs = CostModel()
+        self.costs = costs if costs is not None else CostModel()
         self.draft_is_free = draft_is_free  # prompt lookup: drafting costs ~nothing
         # Decayed evidence for the per-token acceptance a (geometric model): accepted draft tokens
         # and rejections. Every pass decays it, drafted or not, so while drafting is off the
@@ -91,53 +132,79 @@ class DraftController:
         # repeats the file), and the next probe then decides on what it sees.
         self._succ = 0.0
         self._fail = 0.0
-        self._since_probe = 0
-        self._probing = False  # the pass in flight is a probe
+        self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
         self._second_look = False  # the pass in flight is the extra look after a probe that held
-        self._probe_cost: float | None = None  # measured extra cost of a probe, in plain passes
-        self.length = min(4, spec.draft_max)  # start by measuring a short draft
+        self.probing = False  # the pass in flight is forced (a probe or a first measurement)
+        # New evidence since drafting turned off (a draft's result, a new request). While off, the
+        # decaying evidence alone never turns drafting back on: that would be an unbudgeted probe.
+        self._fresh = True
+        # This request: forced drafting spent (s), loop passes, tokens still allowed.
+        self._spent = 0.0
+        self._passes = 0
+        self._remaining: int | None = None
+        self._expected = _EXPECTED_PASSES
+        self.length = 0
         self.off = False  # True while drafting does not pay
 
-    def new_request(self) -> None:
-        """New text may draft differently, so what the last request taught counts for less: a
-        completion after an edit that copied well would otherwise pay for several long drafts on
-        stale evidence (each costs several passes on a CPU), and an edit after completions would
-        stay off. While off, probe early (one short probe costs about one extra pass on a CPU, a
-        few per cent of one on a GPU)."""
+    def new_request(self, max_tokens: int | None = None) -> None:
+        """New text may draft differently, so what the last request taught about acceptance
+        counts for less (costs carry in full). Each request has its own probing budget, and
+        while off it probes early, so an edit that repeats its input gets drafting back."""
         self._succ *= _CARRY
         self._fail *= _CARRY
+        self._spent = 0.0
+        self._passes = 0
+        self._remaining = max_tokens
+        self._expected = min(max_tokens, _EXPECTED_PASSES) if max_tokens else _EXPECTED_PASSES
+        self._second_look = False
+        self._fresh = True
         if self.off:
-            self._since_probe = max(self._since_probe, self.probe_every() - 4)
+            self._since_probe = max(self._since_probe, _PROBE_MIN - _EARLY_PROBE)
 
     @property
     def acceptance(self) -> float:
         return (self._succ + 1.0) / (self._succ + self._fail + 2.0)
 
+    # -- measurements ----------------------------------------------------------------------------
+    def observe_prompt(self, tokens: int, seconds: float) -> None:
+        self.costs.observe_prompt(tokens, seconds)
+
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
-                sync_s: float = 0.0) -> None:
-        """Record one pass: `drafted` proposals of which `accepted` held. `sync_s` is time the
-        drafter spent catching up on text it had not seen (a draft model after drafting was off):
-        not a per-token draft cost, but part of what a probe costs."""
-        if self._probing and drafted:
-            t1 = self.costs.verify.get(1)
-            if t1:
-                extra = max(draft_s + sync_s + verify_s - t1, 0.0) / t1
-                old = self._probe_cost
-                self._probe_cost = extra if old is None else old + _ALPHA * (extra - old)
+                catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None) -> None:
+        """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
+        drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
+        _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
+        a draft that was off, measured on its own and charged when drafting turns on. `asked` is
+        the length the drafter was asked for (a draft model may stop short of it, or at 0)."""
+        asked = drafted if asked is None else asked
+        c = self.costs
+        if catchup_tokens > _STEADY_CATCHUP:
+            c.observe_catchup(catchup_tokens, catchup_s)
+            steady = catchup_s * _STEADY_CATCHUP / catchup_tokens
+        else:
+            steady = catchup_s
+        if asked and not self.draft_is_free:
+            c.observe_draft(max(drafted, 1), draft_s + steady)
+        t1 = c.verify.get(1)
+        if self.probing and asked:
+            if t1:  # what the probe cost beyond the plain passes it replaced
+                self._spent += max(draft_s + catchup_s + verify_s - (accepted + 1) * t1, 0.0)
             # A probe that held earns one more look at once (the text may have started to repeat
-            # itself); a second in a row would be probing every pass when a draft is accurate but
-            # too dear to pay.
-            if accepted == drafted and not self._second_look:
-                self._since_probe = _PROBE_MAX
+            # itself), paid from the budget like any probe; never two in a row.
+            if drafted and accepted == drafted and not self._second_look:
+                self._since_probe = _PROBE_MIN
                 self._second_look = True
             else:
                 self._second_look = False
-        self._probing = False
-        self.costs.observe_verify(drafted + 1, verify_s)
+        self.probing = False
+        self._passes += 1
+        if self._remaining is not None:
+            self._remaining -= accepted + 1
+        c.observe_verify(drafted + 1, verify_s)
         self._succ *= _DECAY
         self._fail *= _DECAY
         if drafted:
-            self.costs.observe_draft(drafted, draft_s)
+            self._fresh = True
             self._succ += accepted
             self._fail += 1 if accepted < drafted else 0
             total = self._succ + self._fail
@@ -145,65 +212,101 @@ class DraftController:
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
 
-    def expected_tokens(self, g: int) -> float:
-        a = min(self.acceptance, 0.999)
+    # -- the model -------------------------------------------------------------------------------
+    def expected_tokens(self, g: int, a: float | None = None) -> float:
+        a = min(self.acceptance if a is None else a, 0.999)
         return (1.0 - a ** (g + 1)) / (1.0 - a)
 
-    def rate(self, g: int, fit: tuple[float, float] | None = None) -> float | None:
-        """Expected tokens per second at draft length g, from the current measurements."""
+    def _t_draft(self, t1: float) -> float:
+        if self.draft_is_free:
+            return 0.0
+        return self.costs.draft_token if self.costs.draft_token is not None else _PRIOR_DRAFT * t1
+
+    def rate(self, g: int, fit: tuple[float, float] | None = None, *, lag: int = 0,
+             a: float | None = None) -> float | None:
+        """Expected tokens per second at draft length g, from the current measurements; a draft
+        model's catch-up on `lag` unread tokens is spread over the passes it would serve."""
         tv = self.costs.t_verify(g + 1, fit)
-        if tv is None:
+        t1 = self.costs.verify.get(1)
+        if tv is None or t1 is None:
             return None
-        td = 0.0 if (self.draft_is_free or g == 0) else (self.costs.draft_token or 0.0)
-        return self.expected_tokens(g) / (g * td + tv)
+        e = self.expected_tokens(g, a)
+        if g == 0:
+            return e / tv
+        cost = g * self._t_draft(t1) + tv
+        if lag > _STEADY_CATCHUP and not self.draft_is_free:
+            left = self._remaining if self._remaining is not None else _HORIZON * e
+            horizon = min(max(left / e, 1.0), _HORIZON)
+            cost += self.costs.catchup(lag) / horizon
+        return e / cost
 
-    def probe_every(self, fit: tuple[float, float] | None = None) -> int:
-        """Passes between probes while drafting is off, so that probes cost at most
-        _PROBE_BUDGET of the generation time: every 16 passes where a probe is nearly free (a
-        GPU, where verifying 3 tokens costs about one), every ~50 on a CPU where it costs about
-        one extra pass, and up to 256 where a draft model must first catch up on the text.
-        `fit` is the t_v line when the caller has it already."""
-        cost = self._probe_cost
-        if cost is None:  # no probe measured yet: predict one from the costs
-            fit = fit or self.costs.line()
-            t1 = self.costs.t_verify(1, fit)
-            tp = self.costs.t_verify(_PROBE_LENGTH + 1, fit)
-            if t1 is None or tp is None:
-                return _PROBE_MIN
-            td = 0.0 if self.draft_is_free else (self.costs.draft_token or 0.0)
-            cost = max(tp + _PROBE_LENGTH * td - t1, 0.0) / t1
-        return int(min(max(_PROBE_MIN, math.ceil(cost / _PROBE_BUDGET)), _PROBE_MAX))
+    def can_pay(self, fit: tuple[float, float] | None) -> bool:
+        """False when measured costs show that no draft length could beat plain decoding even if
+        every draft token were accepted (a small model on a CPU with a draft model that is not
+        much cheaper): then nothing is ever forced. Unknown costs are no proof: True."""
+        t1 = self.costs.verify.get(1)
+        if fit is None or t1 is None or (not self.draft_is_free and self.costs.draft_token is None):
+            return True
+        base = 1.0 / t1
+        return any((self.rate(g, fit, a=1.0) or 0.0) > base for g in range(1, self.spec.draft_max + 1))
 
-    def next_length(self) -> int:
-        """Draft length for the next pass."""
+    def _probe_length(self, fit: tuple[float, float] | None) -> int:
+        """2 tokens; 1 while nothing is known beyond t1 (the cheapest way to fit t_v and t_d)."""
+        return min(_PROBE_LENGTH if fit is not None else 1, self.spec.draft_max)
+
+    def probe_cost(self, lag: int = 0, fit: tuple[float, float] | None = None) -> float | None:
+        """Predicted extra time of a probe over the plain pass it replaces (nothing accepted)."""
+        c = self.costs
+        t1 = c.verify.get(1)
+        if t1 is None:
+            return None
+        length = self._probe_length(fit)
+        tv = c.t_verify(length + 1, fit)
+        if tv is None:
+            tv = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
+        extra = tv - t1 + length * self._t_draft(t1)
+        if lag > _STEADY_CATCHUP and not self.draft_is_free:
+            extra += c.catchup(lag)
+        return max(extra, 0.0)
+
+    def _allowance(self) -> float:
+        """What forced drafting may have cost so far in this request."""
+        t1 = self.costs.verify.get(1) or 0.0
+        return _PROBE_BUDGET * t1 * max(self._passes, self._expected)
+
+    def next_length(self, lag: int = 0) -> int:
+        """Draft length for the next pass; `lag`: tokens the drafter must read before drafting."""
         dmax = self.spec.draft_max
         if not self.adaptive or dmax <= 0:
             self.off = dmax <= 0
             return max(dmax, 0)
-        verify = self.costs.verify
-        if 1 not in verify:  # first measure a plain pass ...
+        self.probing = False
+        if 1 not in self.costs.verify:  # first measure a plain pass
+            self.off = True
             return 0
         fit = self.costs.line()
-        if fit is None:  # ... then a short draft, so that t_v(n) can be fitted
-            return self.length
-        base = self.rate(0, fit)
-        best_g, best_r = 0, base
-        for g in range(1, dmax + 1):
-            r = self.rate(g, fit)
-            if r is not None and r > best_r:
-                best_g, best_r = g, r
-        # Require a margin so noise does not keep it drafting at a loss.
-        if best_g and best_r < base * 1.03:
-            best_g = 0
-        if best_g == 0:
-            self._since_probe += 1
-            if self._since_probe >= self.probe_every(fit):
+        known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
+        if known and (self._fresh or not self.off):
+            self._fresh = False
+            base = self.rate(0, fit)
+            best_g, best_r = 0, base
+            for g in range(1, dmax + 1):
+                r = self.rate(g, fit, lag=lag)
+                if r is not None and r > best_r:
+                    best_g, best_r = g, r
+            if best_g and best_r >= base * _MARGIN:
                 self._since_probe = 0
-                self._probing = True
-                self.length, self.off = min(_PROBE_LENGTH, dmax), True
-                return self.length  # a short probe: refreshes the acceptance estimate
-            self.length, self.off = 0, True
-            return 0
-        self._since_probe = 0
-        self.length, self.off = best_g, False
-        return best_g
+                self.length, self.off = best_g, False
+                return best_g
+        # Off, or the costs are not known yet: a short forced draft when the budget allows.
+        self._since_probe += 1
+        self.length, self.off = 0, True
+        # Where no draft length could pay even at full acceptance there is nothing to learn.
+        if self._since_probe >= _PROBE_MIN and (not known or self.can_pay(fit)):
+            cost = self.probe_cost(lag, fit)
+            if cost is not None and self._spent + cost <= self._allowance():
+                self._since_probe = 0
+                self.probing = True
+                self.length = self._probe_length(fit)
+                return self.length
+        return 0

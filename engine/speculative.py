@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import DraftController
+from .controller import CostModel, DraftController
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .model import Model
@@ -149,13 +149,38 @@ class SpeculativeDecoder:
         self.target = target
         self.spec = spec
         self.cached: list[int] = []  # tokens whose KV entries the target holds
-        self.last_tokens: list[int] = []
         self._heal_index: HealIndex | None = None
         self.set_drafter(drafter)
 
     def set_drafter(self, drafter: Drafter) -> None:
+        """Use `drafter` from the next request on. What verifying costs is the target's and
+        carries over; what drafting costs and earns is the new drafter's to learn."""
+        old = getattr(self, "controller", None)
+        costs = CostModel()
+        if old is not None:
+            for n, t in old.costs.verify.items():
+                costs.observe_verify(n, t)
+            costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
-        self.controller = DraftController(self.spec, draft_is_free=drafter.kind != "model")
+        self.controller = DraftController(self.spec, draft_is_free=drafter.kind != "model", costs=costs)
+
+    def forget(self) -> None:
+        """The models' KV caches were used by someone else (bench cost sampling): the next request
+        decodes its prompt from scratch, and the drafter starts over."""
+        self.cached = []
+        self.target.clear()
+        self.drafter.forget()
+
+    def rewind(self, n_keep: int) -> None:
+        """Keep only the first n_keep tokens of the text in both caches (bench: every measured run
+        starts from its prompt, as a new request does)."""
+        if n_keep < len(self.cached):
+            if self.target.trim(n_keep):
+                del self.cached[n_keep:]
+            else:
+                self.cached = []
+                self.target.clear()
+        self.drafter.rewind(n_keep)
 
     # -- prompt ----------------------------------------------------------------------------------
     def _prefill(self, prompt: list[int], stats: Stats) -> None:
@@ -175,10 +200,10 @@ class SpeculativeDecoder:
         self.cached = self.cached[:keep]
         t0 = time.perf_counter()
         self.target.decode_prompt(prompt[keep:], keep)
-        # A draft model reads the prompt now too, so its first draft (or a later probe after
-        # drafting was off) does not have to catch up on a whole new prompt first.
-        self.drafter.prefill(prompt)
         stats.prompt_time_s = time.perf_counter() - t0
+        self.controller.observe_prompt(len(prompt) - keep, stats.prompt_time_s)
+        # A draft model reads the prompt only if and when it drafts (lazily, a window of it).
+        self.drafter.begin(prompt)
         self.cached = list(prompt)
         stats.prompt_tokens = len(prompt)
         stats.prompt_tokens_decoded = len(prompt) - keep
@@ -198,6 +223,7 @@ class SpeculativeDecoder:
 
     # -- the loop --------------------------------------------------------------------------------
     def generate(self, job: GenerationJob) -> GenerationResult:
+        t_request = time.perf_counter()
         stats = Stats(draft_max=self.spec.draft_max, requests=1)
         rng = np.random.default_rng(job.sampling.seed)
         draft_rng = np.random.default_rng([job.sampling.seed, 1])
@@ -209,20 +235,18 @@ class SpeculativeDecoder:
         t_start = time.perf_counter()  # tokens/s measures generation; prompt time is separate
         history = list(job.prompt)
         try:
-            why = self._loop(job, stats, history, emitted, stream, rng, draft_rng, t_start)
+            why = self._loop(job, stats, history, emitted, stream, rng, draft_rng, t_start, t_request)
         except BaseException:
-            self.cached = []  # the KV cache state is unknown now: rebuild it next time
-            self.target.clear()
+            self.forget()  # the KV caches' state is unknown now: rebuild them next time
             raise
         self.cached = history[:-1]  # the newest token was never decoded
-        self.last_tokens = emitted  # ids of the last generation (tests compare them with plain runs)
         tail = stream.flush()
         if tail and job.on_text:
             job.on_text(tail)
         stats.generation_time_s = time.perf_counter() - t_start
         return GenerationResult(stream.text, why, stats, emitted)
 
-    def _loop(self, job, stats, history, emitted, stream, rng, draft_rng, t_start) -> str:
+    def _loop(self, job, stats, history, emitted, stream, rng, draft_rng, t_start, t_request) -> str:
         target = self.target
 
         def emit(tokens: list[int]) -> str | None:
@@ -259,18 +283,24 @@ class SpeculativeDecoder:
         mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
         first = self._choose(target.logits(), job.sampling, rng, mask)
         stats.target_passes = 1
-        stats.generation_time_s = time.perf_counter() - t_start
+        now = time.perf_counter()
+        stats.generation_time_s = now - t_start
+        stats.first_token_time_s = now - t_request
         history.append(first)
         pending = first
         why = emit([first])
         greedy = is_greedy(job.sampling)
-        if job.fixed_draft is not None:  # a fixed length (bench): the adaptive state stays untouched
+        drafter = self.drafter
+        if job.fixed_draft is not None:
+            # A fixed length (bench): acceptance evidence stays untouched, but what the passes
+            # cost is the pair's and the machine's, so the adaptive controller learns it too.
             controller = DraftController(
-                SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min)
+                SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min),
+                draft_is_free=self.controller.draft_is_free, costs=self.controller.costs,
             )
         else:
             controller = self.controller
-            controller.new_request()
+            controller.new_request(job.max_tokens)
 
         while why is None:
             if job.should_stop:
@@ -286,13 +316,21 @@ class SpeculativeDecoder:
             if target.n_ctx - n_past < 1:
                 why = "length"
                 break
-            k = 0 if (heal_left or guard) else min(controller.next_length(), max(room, 0))
+            k = 0
+            if not (heal_left or guard):
+                lag = drafter.lag(history) if controller.adaptive else 0
+                k = min(controller.next_length(lag), max(room, 0))
             draft = Draft()
             if k > 0:
-                draft = self.drafter.draft(history, k, job.sampling, draft_rng)
+                draft = drafter.draft(history, k, job.sampling, draft_rng)
                 if len(draft.tokens) < max(self.spec.draft_min, 1):
-                    draft = Draft(time_s=draft.time_s)
+                    draft = Draft(time_s=draft.time_s, catchup_s=draft.catchup_s,
+                                  catchup_tokens=draft.catchup_tokens)
+                if controller.probing:
+                    stats.probes += 1
             stats.draft_time_s += draft.time_s
+            stats.draft_catchup_time_s += draft.catchup_s
+            stats.draft_catchup_tokens += draft.catchup_tokens
             stats.draft_length = k
             stats.drafting = not controller.off
 
@@ -313,11 +351,14 @@ class SpeculativeDecoder:
             m = verdict.accepted
             if m < len(draft.tokens):
                 target.trim(n_past + 1 + m)  # drop the rejected drafts' KV entries
+            if k > 0:
+                drafter.accept(m)
             new = draft.tokens[:m] + [verdict.token]
             history.extend(new)
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m)
-            controller.observe(len(draft.tokens), m, draft.time_s - draft.sync_s, t_verify, draft.sync_s)
+            controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
+                               draft.catchup_s, draft.catchup_tokens, asked=k)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

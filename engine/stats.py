@@ -15,11 +15,20 @@ class Stats:
     tokens: int = 0  # tokens emitted to the caller
     drafted: int = 0  # draft tokens actually sent to the target for verification
     accepted: int = 0  # of those, how many the target kept
+    num_drafts: int = 0  # target passes that verified at least one draft token
+    probes: int = 0  # of those, drafts the controller forced to learn (probes, cost measurements)
     target_passes: int = 0  # target decode calls during generation (prompt excluded)
     prompt_tokens: int = 0  # prompt tokens in the request
     prompt_tokens_decoded: int = 0  # of those, decoded now (the rest came from the prefix cache)
     prompt_time_s: float = 0.0
-    draft_time_s: float = 0.0  # time spent producing drafts (draft model or lookup)
+    # From the start of the request (prompt decoding included) to the first token: summed over the
+    # requests folded in, so `time_to_first_token_s` is a mean for a session as for one request.
+    first_token_time_s: float = 0.0
+    draft_time_s: float = 0.0  # time spent producing drafts (draft model or lookup), catch-up included
+    # Of draft_time_s: a draft model decoding text it had not seen (the prompt, text generated while
+    # drafting was off) before it could draft; and how many tokens that was.
+    draft_catchup_time_s: float = 0.0
+    draft_catchup_tokens: int = 0
     verify_time_s: float = 0.0  # time in target passes during generation
     generation_time_s: float = 0.0  # wall time from first generated token pass to the end
     draft_max: int = 0  # the largest draft length allowed
@@ -37,6 +46,26 @@ class Stats:
         if not self.acceptance_reported or self.drafted == 0:
             return None
         return self.accepted / self.drafted
+
+    # The names llama-server and vLLM use for the same counts (their telemetry, our `--json`).
+    @property
+    def num_draft_tokens(self) -> int:
+        return self.drafted
+
+    @property
+    def num_accepted_tokens(self) -> int:
+        return self.accepted
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """Tokens a drafting pass yields on average: 1 + accepted / num_drafts (vLLM's figure)."""
+        if not self.acceptance_reported or self.num_drafts == 0:
+            return None
+        return 1.0 + self.accepted / self.num_drafts
+
+    @property
+    def time_to_first_token_s(self) -> float | None:
+        return self.first_token_time_s / self.requests if self.requests else None
 
     @property
     def tokens_per_pass(self) -> float | None:
@@ -60,6 +89,7 @@ class Stats:
     def record_pass(self, drafted: int, accepted: int) -> None:
         """Count one verification pass with `drafted` proposals of which the first `accepted` held."""
         self.target_passes += 1
+        self.num_drafts += int(drafted > 0)
         self.drafted += drafted
         self.accepted += accepted
         if drafted > len(self.drafted_by_position):
@@ -95,8 +125,12 @@ class Stats:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: stored counts plus the derived figures."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("acceptance", "tokens_per_pass", "tokens_per_second", "acceptance_by_position"):
+        for name in ("acceptance", "tokens_per_pass", "tokens_per_second", "acceptance_by_position",
+                     "num_draft_tokens", "num_accepted_tokens", "mean_acceptance_length",
+                     "time_to_first_token_s"):
             out[name] = getattr(self, name)
-        for key in ("prompt_time_s", "draft_time_s", "verify_time_s", "generation_time_s"):
-            out[key] = round(out[key], 6)
+        for key in ("prompt_time_s", "first_token_time_s", "draft_time_s", "draft_catchup_time_s",
+                    "verify_time_s", "generation_time_s", "time_to_first_token_s"):
+            if out[key] is not None:
+                out[key] = round(out[key], 6)
         return out

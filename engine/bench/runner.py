@@ -3,437 +3,43 @@
 What `specterm bench` measures, and why it is built this way:
 
 - Plain and speculative runs alternate on one loaded engine with identical settings, so load on a
-  shared machine and drift hit both sides alike; the order flips every repeat (A B, B A, ...) so
-  neither side always runs first. Plain decoding is the same
-  loop with drafting forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
-- Before the measured runs of a task, one unmeasured plain run puts the prompt in the KV caches:
-  every measured run then starts from the same cache state (prefix reuse re-decodes only the last
-  prompt token), so greedy outputs can be compared token by token and prompt time is not measured
-  at all (tokens/s covers generation only).
+  shared machine and drift hit both sides alike; the order flips every repeat and every task
+  (A B, B A, ...) so neither side always runs first. Plain decoding is the same loop with drafting
+  forced off (`fixed_draft=0`), so the comparison isolates drafting itself.
+- Before the measured runs of a task, two short unmeasured runs (plain, then drafting) put the
+  prompt in both KV caches: every measured run then starts from the same cache state (prefix reuse
+  re-decodes only the last prompt token), so greedy outputs can be compared token by token and
+  prompt time is not measured at all (tokens/s covers generation only).
 - The costs the theory needs are measured directly with the Model API, not inferred from the loop:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
   argmax) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
-  asks). They are measured per task, at the task's own position in the context (its prompt plus
-  half its output), before and after its runs: on a small model attention over a longer context
-  makes every pass dearer, so one set of costs for all tasks would mispredict the long ones.
-  The prediction for a run mixes t_v over the draft lengths the run actually used; loop
-  efficiency = measured speedup / predicted speedup isolates specterm's own per-pass overhead
-  (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
+  asks, timed at a few k and interpolated). They are measured at a task's own position in the
+  context (its prompt plus half its output), once per 256-token bucket of positions: attention
+  over a longer context makes every pass dearer, so one set of costs for all tasks would
+  mispredict the long ones, but costs do not depend on the text, so tasks of similar length share
+  one measurement. The prediction for a run mixes t_v over the draft lengths the run actually
+  used; loop efficiency = measured speedup / predicted speedup isolates specterm's own per-pass
+  overhead (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
+- Where greedy outputs differ, one more plain run reads the target's top-2 logit gap at every
+  token, so the report can tell a near-tie (batched kernels rounding differently) from a bug.
 
-The theory (Leviathan et al. 2023, with the verification cost measured instead of assumed): with
-per-token acceptance a and draft length g, one target pass yields E(g) = (1 - a^(g+1)) / (1 - a)
-tokens and costs g * t_d + t_v(g + 1), so the speedup over plain decoding is
-E(g) * t1 / (g * t_d + t_v(g + 1)).
+The theory is in theory.py, the tasks in tasks.py, the cost meter in costs.py.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import platform
-import random
 import statistics
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
 
 import numpy as np
 
-from ..requests import ChatMessage, ChatRequest, CompletionRequest, GenerateRequest, Request
 from ..stats import Stats
-
-# -- the theory ----------------------------------------------------------------------------------
-
-
-def expected_tokens(a: float, g: int) -> float:
-    """E(g): expected tokens one target pass yields with draft length g and acceptance a."""
-    if g <= 0:
-        return 1.0
-    if a >= 1.0:
-        return float(g + 1)
-    return (1.0 - a ** (g + 1)) / (1.0 - a)
-
-
-def predicted_speedup(a: float, g: int, t1: float, t_d: float, t_v: float) -> float:
-    """E(g) * t1 / (g * t_d + t_v), where t_v is the cost of verifying g + 1 tokens."""
-    return expected_tokens(a, g) * t1 / (g * t_d + t_v)
-
-
-def fit_acceptance(tokens_per_pass: float, g: int) -> float:
-    """The per-token acceptance a of the geometric model for which E(g) equals a measured
-    tokens-per-pass figure (bisection; E is increasing in a)."""
-    if g <= 0:
-        return 0.0
-    if tokens_per_pass <= 1.0:
-        return 0.0
-    if tokens_per_pass >= g + 1.0:
-        return 1.0
-    target = tokens_per_pass
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if expected_tokens(mid, g) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def geometric_mean(values: Iterable[float]) -> float | None:
-    vals = [v for v in values if v is not None and v > 0]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
-
-
-# -- tasks -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BenchTask:
-    """One prompt the benchmark runs both ways."""
-
-    name: str
-    kind: str  # "completion" | "continuation" | "edit" | "chat" | "fim"
-    request: Request
-    source: str | None = None  # FIM tasks: FILE:LINE:COL of the cursor (1-based)
-
-    def describe(self) -> dict:
-        out = {"name": self.name, "kind": self.kind, "max_tokens": self.request.max_tokens}
-        if self.source:
-            out["source"] = self.source
-        return out
-
-
-_INVENTORY = '''\
-"""A tiny inventory: items with quantities and prices, persisted as JSON."""
-
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-
-
-@dataclass
-class Item:
-    name: str
-    quantity: int = 0
-    price: float = 0.0
-
-    def total(self) -> float:
-        """Value of this line: quantity times unit price."""
-        return self.quantity * self.price
-
-
-@dataclass
-class Inventory:
-    items: dict[str, Item] = field(default_factory=dict)
-
-    def add(self, name: str, quantity: int, price: float) -> Item:
-        item = self.items.get(name)
-        if item is None:
-            item = Item(name, 0, price)
-            self.items[name] = item
-        item.quantity += quantity
-        item.price = price
-        return item
-
-    def remove(self, name: str, quantity: int) -> None:
-        item = self.items[name]
-        if quantity > item.quantity:
-            raise ValueError(f"only {item.quantity} of {name} in stock")
-        item.quantity -= quantity
-
-    def value(self) -> float:
-        return sum(item.total() for item in self.items.values())
-
-    def save(self, path: Path) -> None:
-        data = {n: [i.quantity, i.price] for n, i in self.items.items()}
-        path.write_text(json.dumps(data, indent=2))
-'''
-
-_SEARCH = '''\
-def binary_search(values, target):
-    """Return the index of target in the sorted list values, or -1."""
-    lo, hi = 0, len(values) - 1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if values[mid] == target:
-            return mid
-        if values[mid] < target:
-            lo = mid + 1
-        else:
-            hi = mid - 1
-    return -1
-'''
-
-_JS = '''\
-function debounce(fn, wait) {
-  let timer = null;
-  return function (...args) {
-    clearTimeout(timer);
-    timer = setTimeout(() => fn.apply(this, args), wait);
-  };
-}
-
-function throttle(fn, wait) {
-  let last = 0;
-  return function (...args) {
-    const now = Date.now();
-    if (now - last >= wait) {
-      last = now;
-      fn.apply(this, args);
-    }
-  };
-}
-'''
-
-
-def _cursor(text: str, marker: str, *, after: bool = True) -> tuple[str, str]:
-    """Split text at the end (or start) of the first occurrence of marker."""
-    i = text.index(marker) + (len(marker) if after else 0)
-    return text[:i], text[i:]
-
-
-def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -> BenchTask:
-    prefix, suffix = _cursor(text, marker)
-    # No line cap and no time budget: both runs must generate the same amount to be comparable.
-    req = CompletionRequest(prefix=prefix, suffix=suffix, path=path, max_tokens=max_tokens,
-                            multiline=True, max_lines=10_000, time_budget_s=None)
-    return BenchTask(name, "completion", req)
-
-
-def _edit(name: str, instruction: str, code: str, lang: str, path: str, max_tokens: int) -> BenchTask:
-    """An edit applied as a rewrite of the file, the way edit-apply tools prompt a model: the file
-    before the change, the change, and the start of the file after it. The answer repeats most of
-    the input, which is where prompt lookup can pay."""
-    prompt = (f"# {path}, before the change\n```{lang}\n{code}```\n\nChange: {instruction}\n\n"
-              f"# {path}, after the change\n```{lang}\n")
-    return BenchTask(name, "edit", GenerateRequest(prompt=prompt, max_tokens=max_tokens, stop=("```",)))
-
-
-def _chat(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
-    """An edit asked for in the chat pane, as a user would type it: the answer mixes prose with
-    code, so it repeats less of the input than an applied edit."""
-    msg = ChatMessage("user", f"{instruction}\n```{lang}\n{code}```")
-    return BenchTask(name, "chat", ChatRequest(messages=(msg,), max_tokens=max_tokens))
-
-
-def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) -> list[BenchTask]:
-    """The built-in code tasks, kinds interleaved so the first few cover every kind."""
-    inv, srch = _INVENTORY, _SEARCH
-    return [
-        _completion("complete-method-body", inv, "    def value(self) -> float:\n",
-                    completion_tokens, "inventory.py"),
-        BenchTask("continue-class", "continuation",
-                  GenerateRequest(prompt=inv.split("    def save")[0] + "    def load(self, path: Path) -> None:\n",
-                                  max_tokens=generate_tokens)),
-        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere.", inv, "python",
-              "inventory.py", generate_tokens),
-        _chat("chat-rename", "Rename the field `quantity` to `count` everywhere in this code.", inv, "python",
-              generate_tokens),
-        _completion("complete-loop", srch, "        mid = (lo + hi) // 2\n", completion_tokens, "search.py"),
-        BenchTask("continue-js", "continuation",
-                  GenerateRequest(prompt=_JS + "\nfunction once(fn) {\n", max_tokens=generate_tokens)),
-        _edit("edit-docstring", "Say in the docstring what is returned when target is not found.", srch,
-              "python", "search.py", generate_tokens),
-        _completion("complete-js-body", _JS, "  let last = 0;\n", completion_tokens, "util.js"),
-        _edit("edit-js-strict", "Add 'use strict'; at the top of the file.", _JS, "javascript", "util.js",
-              generate_tokens),
-        _chat("chat-js-arrow", "Rewrite these functions with const arrow functions.", _JS, "javascript",
-              generate_tokens),
-    ]
-
-
-TASK_KINDS = ("completion", "continuation", "edit", "chat", "fim")
-
-# Files worth cutting FIM tasks from when a folder is given (text source files).
-SOURCE_SUFFIXES = frozenset(
-    ".py .pyi .js .jsx .ts .tsx .go .rs .c .h .cc .cpp .hpp .java .kt .swift .rb .php .lua .sh "
-    ".zig .cs .scala .sql .toml .yaml .yml .md .html .css".split()
-)
-
-
-def collect_files(paths: Sequence[str | Path], *, limit: int = 2000) -> list[Path]:
-    """Files named directly, plus the source files under named folders (hidden and vendored folders
-    skipped), sorted so the choice of tasks is reproducible. Raises ValueError for a missing path."""
-    out: list[Path] = []
-    skip_dirs = {"node_modules", "__pycache__", "venv", ".venv", "build", "dist", "target"}
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise ValueError(f"{raw}: no such file or folder")
-        if p.is_file():
-            out.append(p)
-            continue
-        for root, dirs, files in os.walk(p):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip_dirs)
-            for f in sorted(files):
-                fp = Path(root) / f
-                if fp.suffix.lower() in SOURCE_SUFFIXES and not f.startswith("."):
-                    out.append(fp)
-            if len(out) >= limit:
-                break
-    return sorted(dict.fromkeys(out))
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:4096]:
-        return None  # binary
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def fim_tasks(paths: Sequence[str | Path], *, count: int = 8, seed: int = 0, max_tokens: int = 64,
-              min_prefix_chars: int = 64) -> list[BenchTask]:
-    """FIM tasks cut from the user's files at random cursor positions.
-
-    Reproducible: the same files, count and seed give the same cursors. A cursor is placed in a
-    random non-blank line (file chosen at random among usable ones), at a random column between the
-    line's indentation and its end, as when a user is typing inside a line. Raises ValueError when
-    no file has usable text.
-    """
-    files = collect_files(paths)
-    texts: list[tuple[Path, str, list[int]]] = []
-    for f in files:
-        text = _read_text(f)
-        if not text or len(text) < min_prefix_chars + 8:
-            continue
-        starts, pos = [], 0
-        for line in text.split("\n"):
-            if line.strip() and pos >= min_prefix_chars:
-                starts.append(pos)
-            pos += len(line) + 1
-        if starts:
-            texts.append((f, text, starts))
-    if not texts:
-        raise ValueError("no usable text files (UTF-8, at least a few lines) among the given paths")
-    rng = random.Random(seed)
-    tasks: list[BenchTask] = []
-    for i in range(count):
-        f, text, starts = texts[rng.randrange(len(texts))]
-        start = starts[rng.randrange(len(starts))]
-        line = text[start:].split("\n", 1)[0]
-        indent = len(line) - len(line.lstrip(" \t"))
-        col = rng.randint(indent, len(line))
-        cut = start + col
-        line_no = text.count("\n", 0, start) + 1
-        source = f"{f}:{line_no}:{col + 1}"
-        req = CompletionRequest(prefix=text[:cut], suffix=text[cut:], path=str(f), max_tokens=max_tokens,
-                                multiline=True, max_lines=10_000, time_budget_s=None)
-        tasks.append(BenchTask(f"fim-{i + 1}:{f.name}:{line_no}:{col + 1}", "fim", req, source))
-    return tasks
-
-
-# -- measured costs ------------------------------------------------------------------------------
-
-
-@dataclass
-class Costs:
-    """Median times in seconds, measured with the Model API (see measure_costs)."""
-
-    t1: float  # one-token target decode
-    t_d: float  # one draft-model token (0 for prompt lookup / no drafter: assumed free)
-    t_v: dict[int, float]  # target decode of k tokens with logits for all k
-    samples: int = 0
-    position: int | None = None  # context tokens before the timed decodes (None: pooled)
-
-    def verify(self, k: int) -> float:
-        if k in self.t_v:
-            return self.t_v[k]
-        sizes = sorted(self.t_v)
-        lo = max((s for s in sizes if s < k), default=sizes[0])
-        hi = min((s for s in sizes if s > k), default=sizes[-1])
-        if lo == hi:
-            return self.t_v[lo] * k / lo
-        w = (k - lo) / (hi - lo)
-        return self.t_v[lo] + w * (self.t_v[hi] - self.t_v[lo])
-
-    def to_dict(self) -> dict:
-        return {
-            "t1_ms": round(self.t1 * 1e3, 4),
-            "t_d_ms": round(self.t_d * 1e3, 4),
-            "t_v_ms": {str(k): round(v * 1e3, 4) for k, v in sorted(self.t_v.items())},
-            "t_v_over_t1": {str(k): round(v / self.t1, 3) for k, v in sorted(self.t_v.items())},
-            "samples": self.samples,
-            "position": self.position,
-        }
-
-
-class CostMeter:
-    """Collects timing samples of t1, t_d and t_v(k) on the loaded models; medians on demand.
-
-    Samples are taken at a realistic position (after `context` tokens) and the KV entries they add
-    are removed again. The callers' KV caches must be declared invalid afterwards.
-    """
-
-    def __init__(self, target, draft=None, *, sizes: Sequence[int], context: list[int]) -> None:
-        self.target = target
-        self.draft = draft
-        self.sizes = sorted({1, *[k for k in sizes if k >= 1]})
-        self.context = context[: max(8, min(len(context), target.n_ctx - max(self.sizes) - 8))]
-        self._tv: dict[int, list[float]] = {k: [] for k in self.sizes}
-        self._td: list[float] = []
-
-    def sample(self, rounds: int = 1) -> None:
-        """Time `rounds` decodes of every size. Each size is decoded once untimed first: llama.cpp
-        rebuilds its compute graph when the batch shape changes, and a steady loop (plain decoding
-        above all) reuses it, so a cold shape would overstate every cost."""
-        t = self.target
-        ctx = self.context
-        n = len(ctx)
-        t.clear()
-        t.decode_prompt(ctx, 0)
-        filler = ctx[-1]
-        for k in self.sizes:
-            batch = (ctx * (k // max(n, 1) + 1))[:k] if k > 1 else [filler]
-            for i in range(rounds + 1):
-                t0 = time.perf_counter()
-                t.decode(batch, n, logits_from=0)
-                t.logits_rows(k).argmax(axis=1)
-                if i:
-                    self._tv[k].append(time.perf_counter() - t0)
-                t.trim(n)
-        t.clear()
-        d = self.draft
-        if d is not None:
-            dctx = ctx[: max(8, min(n, d.n_ctx - 8))]
-            d.clear()
-            d.decode_prompt(dctx, 0)
-            m = len(dctx)
-            for i in range(rounds * 4 + 1):
-                t0 = time.perf_counter()
-                d.decode([filler], m)
-                d.logits().argmax()
-                if i:
-                    self._td.append(time.perf_counter() - t0)
-                d.trim(m)
-            d.clear()
-
-    def costs(self) -> Costs:
-        c = pooled_costs([self])
-        c.position = len(self.context)
-        return c
-
-
-def pooled_costs(meters: Sequence[CostMeter]) -> Costs:
-    """Medians over every sample of the given meters (the report's headline costs)."""
-    tv_samples: dict[int, list[float]] = {}
-    td_samples: list[float] = []
-    for m in meters:
-        for k, v in m._tv.items():
-            tv_samples.setdefault(k, []).extend(v)
-        td_samples.extend(m._td)
-    tv = {k: statistics.median(v) for k, v in sorted(tv_samples.items()) if v}
-    td = statistics.median(td_samples) if td_samples else 0.0
-    return Costs(t1=tv[1], t_d=td, t_v=tv, samples=len(tv_samples.get(1, [])))
-
+from .costs import CostMeter, Costs, pooled_costs
+from .tasks import BenchTask
+from .theory import fit_acceptance, geometric_mean
 
 # -- comparisons ---------------------------------------------------------------------------------
 
@@ -591,6 +197,12 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 # -- the benchmark -------------------------------------------------------------------------------
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
+TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adaptive result, done, total)
+# Costs are sampled once per this many tokens of context position (see Bench._costs_at).
+COST_BUCKET_TOKENS = 256
+COST_ROUNDS = 3
+COST_SIZES = (1, 2, 3, 5, 9, 17, 33)  # verify batch sizes timed (plus draft_max + 1 and sweep lengths + 1)
+WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its
 # one-token kernels (plain decoding) may round differently there and pick the other token. The
 # engine's fidelity tests use the same threshold.
@@ -624,6 +236,16 @@ class BenchReport:
                                                     and r["divergence_gap"] <= NEAR_TIE_GAP)
                 for r in [*rows, *(t for e in sweep for t in e["tasks"])]),
         }
+        by_kind: dict[str, list[float]] = {}
+        for (task, _), r in zip(self.tasks, rows):
+            by_kind.setdefault(task.kind, []).append(r["speedup"])
+        out["by_kind"] = {k: {"speedup": _r(geometric_mean(v)), "speedup_min": _r(min((x for x in v if x), default=None)),
+                              "tasks": len(v)} for k, v in by_kind.items()}
+        out["num_drafts"] = total.num_drafts
+        out["num_draft_tokens"] = total.drafted
+        out["num_accepted_tokens"] = total.accepted
+        out["mean_acceptance_length"] = _r(total.mean_acceptance_length)
+        out["probes"] = total.probes
         ranked = [e for e in sweep if e["speedup"]]
         if ranked:
             best = max(ranked, key=lambda e: e["speedup"])
@@ -676,22 +298,24 @@ class Bench:
     """Runs tasks plain and speculative, alternately, on one loaded LocalEngine."""
 
     def __init__(self, engine, *, repeat: int = 1, on_progress: ProgressFn | None = None,
-                 measure_costs: bool = True) -> None:
+                 measure_costs: bool = True, on_task: TaskDoneFn | None = None) -> None:
         if engine.decoder is None or engine.target is None:
             raise ValueError("the engine must be loaded before benchmarking")
         self.engine = engine
         self.repeat = max(1, repeat)
         self.on_progress = on_progress or (lambda msg, done, total: None)
+        self.on_task = on_task or (lambda task, comp, done, total: None)
         self.measure_costs = measure_costs
         self._done = 0
         self._total = 0
         self._sizes: Sequence[int] = range(1, 2)
+        self._meters: dict[int, CostMeter] = {}  # by context-length bucket (see _costs_at)
+        self.prompts: dict[str, tuple[list[int], int]] = {}  # task name -> (prompt ids, plain tokens)
 
     # -- one run -----------------------------------------------------------------------------------
     def _run(self, task: BenchTask, fixed_draft: int | None, on_stats=None) -> Run:
-        text, reason, stats = self.engine.run_request(task.request, fixed_draft=fixed_draft,
-                                                      on_stats=on_stats)
-        return Run(stats, list(self.engine.decoder.last_tokens), reason)
+        result = self.engine.run(task.request, fixed_draft=fixed_draft, on_stats=on_stats)
+        return Run(result.stats, result.tokens, result.reason)
 
     def _plain_gaps(self, task: BenchTask) -> tuple[Run, list[float | None]]:
         """A plain run that records the top-2 logit gap behind every token it emits (unmeasured:
@@ -713,11 +337,7 @@ class Bench:
 
     def _invalidate_caches(self) -> None:
         """After cost sampling the models' KV caches no longer hold what the loop thinks."""
-        dec = self.engine.decoder
-        dec.cached = []
-        drafter = dec.drafter
-        if hasattr(drafter, "cached"):
-            drafter.cached = []
+        self.engine.decoder.forget()
 
     def _rewind_drafter(self, n_prompt: int) -> None:
         """Make a draft model hold exactly the prompt when a measured run starts, as llama.cpp's
@@ -725,33 +345,28 @@ class Bench:
         find the previous run's tokens in the draft's cache and skip catching up on its own
         output; with it, every run pays what a new request pays for the draft's lag behind the
         text generated while drafting was off."""
-        drafter = self.engine.decoder.drafter
-        model = getattr(drafter, "model", None)
-        cached = getattr(drafter, "cached", None)
-        if model is None or cached is None or len(cached) <= n_prompt:
-            return
-        if model.trim(n_prompt):
-            drafter.cached = cached[:n_prompt]
-        else:
-            model.clear()
-            drafter.cached = []
+        self.engine.decoder.drafter.rewind(n_prompt)
 
-    def _task_meter(self, run: Run) -> CostMeter | None:
-        """A cost meter at the task's own position: its prompt plus half of a plain run's output,
-        i.e. the middle of the context span the measured runs decode in."""
+    def _costs_at(self, n_prompt: int, n_output: int) -> CostMeter | None:
+        """The cost meter for a task's position (its prompt plus half of a plain run's output, the
+        middle of the span its runs decode in), sampled once per context-length bucket: costs are
+        a property of the pair, the machine and the context length, not of the text, so tasks of
+        similar length share one measurement instead of each paying for its own. Called right
+        after the task's runs, while the target's cache still holds its text."""
         if not self.measure_costs:
             return None
         eng = self.engine
-        n = run.stats.prompt_tokens + len(run.tokens) // 2
-        context = eng.decoder.cached[:n]
-        draft_model = getattr(eng.decoder.drafter, "model", None)
-        return CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
-
-    def _sample_costs(self, meter: CostMeter | None, rounds: int = 1) -> None:
+        n = n_prompt + n_output // 2
+        bucket = n // COST_BUCKET_TOKENS
+        meter = self._meters.get(bucket)
         if meter is None:
-            return
-        meter.sample(rounds)
-        self._invalidate_caches()
+            context = eng.decoder.cached[:n]
+            draft_model = getattr(eng.decoder.drafter, "model", None)
+            meter = CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
+            meter.sample(COST_ROUNDS)
+            self._invalidate_caches()
+            self._meters[bucket] = meter
+        return meter
 
     def run(self, tasks: Sequence[BenchTask], sweep: Sequence[int] = ()) -> BenchReport:
         eng = self.engine
@@ -759,30 +374,35 @@ class Bench:
         modes: list[int | None] = [None, *sweep]
         self._total = len(tasks) * (2 + 2 * len(modes) * self.repeat)
         self._done = 0
-        self._sizes = range(1, max([eng.settings.speculative.draft_max, *sweep, 1]) + 2)
-        meters: list[CostMeter] = []
+        # Verification is timed at a few batch sizes and interpolated in between (the cost is
+        # close to piecewise linear in k): every size up to draft_max + 1 would cost more time
+        # than the runs themselves on a slow machine.
+        top = max([eng.settings.speculative.draft_max, *sweep, 1]) + 1
+        self._sizes = sorted({k for k in COST_SIZES if k <= top} | {top} | {g + 1 for g in sweep})
+        self._meters = {}
         results: list[tuple[BenchTask, Comparison]] = []
         per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
         load_before = machine_info()["load_average"]
-        for task in tasks:
-            # Warm-up (unmeasured): the prompt enters the target's and the draft's KV caches, so
-            # every measured run starts from the same state and no run pays for a prefill. The
-            # speculative warm-up drafts at every pass (fixed length 1) so a draft model really
-            # sees the prompt even when the adaptive controller has drafting off.
-            first, gaps = self._plain_gaps(task)
-            meter = self._task_meter(first)
-            self._sample_costs(meter, 2)
-            self._step(f"{task.name}: warm-up")
-            warm = self._run(task, 1)
-            self._step(f"{task.name}: warm-up")
+        for i, task in enumerate(tasks):
+            # Warm-up (unmeasured, a few tokens each way): the prompt enters the target's and the
+            # draft's KV caches, so every measured run starts from the same state and no run pays
+            # for a prefill. The speculative warm-up drafts at every pass (fixed length 1) so a
+            # draft model really reads the prompt.
+            short = replace(task, request=replace(task.request, max_tokens=WARMUP_TOKENS))
+            warm = self._run(short, 0)
             n_prompt = warm.stats.prompt_tokens
-            comps = {m: Comparison(task.name, greedy=greedy, plain_gaps=gaps) for m in modes}
+            prompt_ids = list(eng.decoder.cached[:n_prompt])
+            self._step(f"{task.name}: warm-up")
+            self._run(short, 1)
+            self._step(f"{task.name}: warm-up")
+            comps = {m: Comparison(task.name, greedy=greedy) for m in modes}
+            plain_tokens: list[int] = []
             for r in range(self.repeat):
                 for m in modes:
                     label = "adaptive" if m is None else f"draft {m}"
-                    # A B, then B A on the next repeat: whatever favours the first (or the
-                    # second) run of a pair cancels out over an even number of repeats.
-                    if r % 2 == 0:
+                    # A B, then B A on the next repeat (and the next task): whatever favours the
+                    # first (or the second) run of a pair cancels out over the run.
+                    if (r + i) % 2 == 0:
                         plain = self._run(task, 0)
                         self._rewind_drafter(n_prompt)
                         spec = self._run(task, m)
@@ -793,15 +413,27 @@ class Bench:
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
-            self._sample_costs(meter, 1)  # before and after the runs: the costs see the same load
+                    plain_tokens = plain.tokens
+            # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
+            # the number of tokens plain decoding emitted.
+            self.prompts[task.name] = (prompt_ids, len(plain_tokens))
+            # Costs after the runs, at the task's position (known now: prompt + half the output).
+            meter = self._costs_at(n_prompt, len(plain_tokens))
             if meter is not None:
-                meters.append(meter)
                 own = meter.costs()
                 for c in comps.values():
                     c.costs = own
+            if greedy and any(d is not None for c in comps.values() for d in c.divergences):
+                # Only where outputs differed: the target's own top-2 gaps along the plain path,
+                # to tell a near-tie from a real divergence (reading logits costs a run).
+                _, gaps = self._plain_gaps(task)
+                for c in comps.values():
+                    c.plain_gaps = gaps
             results.append((task, comps[None]))
             for g in sweep:
                 per_g[g].append((task, comps[g]))
+            self.on_task(task, comps[None], i + 1, len(tasks))
+        meters = list(self._meters.values())
         sweep_out = []
         for g in sweep:
             total = Comparison(f"draft {g}", greedy=greedy)

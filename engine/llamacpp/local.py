@@ -40,7 +40,7 @@ from ..requests import (
     TextDelta,
 )
 from ..settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
-from ..speculative import GenerationJob, SpeculativeDecoder
+from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
 
 ProgressFn = Callable[[str, float], None]
@@ -300,6 +300,21 @@ class LocalEngine:
         fixed_draft: int | None = None,
     ) -> tuple[str, str, Stats]:
         """Run one request to the end on the calling thread; returns (text, reason, stats)."""
+        result = self.run(request, on_text=on_text, on_stats=on_stats, cancelled=cancelled,
+                          fixed_draft=fixed_draft)
+        return result.text, result.reason, result.stats
+
+    def run(
+        self,
+        request: Request,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_stats: Callable[[Stats], None] | None = None,
+        cancelled: Callable[[], str | None] | None = None,
+        fixed_draft: int | None = None,
+    ) -> GenerationResult:
+        """`run_request`, with the token ids the target emitted (bench and tests compare them:
+        re-tokenizing text is lossy). A completion's text is the finished one."""
         if self.decoder is None or self.target is None:
             raise EngineError("The engine is not loaded.", hint="Call start() (or load()) first.")
         target = self.target
@@ -345,10 +360,9 @@ class LocalEngine:
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
         )
         result = self.decoder.generate(job)
-        text = result.text
         if isinstance(request, CompletionRequest):
-            text = finish_completion(text, request)
-        return text, result.reason, result.stats
+            result = replace(result, text=finish_completion(result.text, request))
+        return result
 
 
 def _set_result(fut: asyncio.Future, value: object) -> None:

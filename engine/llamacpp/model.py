@@ -477,8 +477,12 @@ class Model:
         lc.llama_memory_clear(self._mem, True)
 
 
-QUANT_TYPES = {"q4_0": lc.LLAMA_FTYPE_MOSTLY_Q4_0, "q8_0": lc.LLAMA_FTYPE_MOSTLY_Q8_0,
-               "q4_1": lc.LLAMA_FTYPE_MOSTLY_Q4_1, "q5_0": lc.LLAMA_FTYPE_MOSTLY_Q5_0}
+# File types llama.cpp's quantizer writes without an importance matrix (lowercase, as GGUF names
+# them); f32 is the memory-bound proxy target (engine/llamacpp/derive.py).
+QUANT_TYPES = {name: getattr(lc, f"LLAMA_FTYPE_MOSTLY_{name.upper()}") for name in (
+    "q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_0", "q4_1", "q4_k_s", "q4_k_m", "q5_0", "q5_1",
+    "q5_k_s", "q5_k_m", "q6_k", "q8_0", "f16", "bf16")}
+QUANT_TYPES["f32"] = lc.LLAMA_FTYPE_ALL_F32
 
 
 def quantize(src: str, dst: str, kind: str = "q4_0", threads: int = 0) -> None:

@@ -249,6 +249,7 @@ def apply_counters(stats: Stats, delta: SpecCounters | None) -> Stats:
     out.drafting = True
     out.target_passes = max(out.tokens - out.accepted, 0) if out.tokens else int(round(delta.drafts))
     drafts = int(round(delta.drafts))
+    out.num_drafts = drafts
     out.drafted_by_position = [drafts] * len(delta.accepted_per_position)
     out.accepted_by_position = [int(round(v)) for v in delta.accepted_per_position]
     return out

@@ -7,20 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from specterm.engine.bench.runner import (
-    TASK_KINDS,
-    Costs,
-    builtin_tasks,
-    collect_files,
-    draft_length_histogram,
-    expected_tokens,
-    first_divergence,
-    fit_acceptance,
-    fim_tasks,
-    geometric_mean,
-    predicted_for,
-    predicted_speedup,
-)
+from specterm.engine.bench.costs import Costs
+from specterm.engine.bench.runner import draft_length_histogram, first_divergence, predicted_for
+from specterm.engine.bench.tasks import TASK_KINDS, builtin_tasks, collect_files, fim_tasks
+from specterm.engine.bench.theory import expected_tokens, fit_acceptance, geometric_mean, predicted_speedup
 from specterm.engine.requests import CompletionRequest
 from specterm.engine.stats import Stats
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from specterm.engine.controller import DraftController
 from specterm.engine.settings import SpeculativeSettings
 
@@ -141,3 +143,89 @@ def test_an_accurate_draft_that_is_too_dear_is_not_probed_every_pass():
             drafted_passes += k > 0
     assert c.off and drafted_passes <= 900 * 0.1, drafted_passes
     assert spent <= 1.05 * plain, spent / plain
+
+
+# -- the probing budget, per request (issue 12) ------------------------------------------------
+
+T1 = 0.012
+
+
+def _requests(c: DraftController, n: int, tokens: int, verify, accept, draft_token_s: float,
+              lag_per_pass: int = 0):
+    """Run `n` requests of `tokens` tokens; per request: (time spent, plain time, draft passes)."""
+    out = []
+    for _ in range(n):
+        c.new_request(tokens)
+        spent = plain = 0.0
+        drafts = emitted = 0
+        lag = 0
+        while emitted < tokens:
+            k = c.next_length(lag)
+            m = accept(k)
+            catchup = lag * 0.1 * T1 if k else 0.0
+            c.observe(k, m, draft_token_s * k, verify(k + 1), catchup, lag if k else 0)
+            lag = 1 if k else lag + 1 + lag_per_pass
+            spent += draft_token_s * k + catchup + verify(k + 1)
+            plain += verify(1) * (m + 1)
+            drafts += k > 0
+            emitted += m + 1
+        out.append((spent, plain, drafts))
+    return out
+
+
+def test_forced_drafting_costs_each_short_request_at_most_a_few_per_cent():
+    """A 64-token completion on a CPU, nothing accepted (lookup on new code): the request's own
+    probes, early one included, stay within its budget, and the first request's cost
+    measurement too."""
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    runs = _requests(c, 12, 64, _cpu_verify, accept=lambda k: 0, draft_token_s=0.0)
+    for spent, plain, drafts in runs:
+        assert spent <= 1.03 * plain, (spent / plain, drafts)
+    assert any(d for _, _, d in runs[1:])  # it does keep looking (drafting could pay here)
+
+
+def test_no_forced_drafting_once_costs_show_drafting_cannot_pay():
+    """The compute-bound demo pair: verifying k tokens costs ~0.45 t1 per extra token and a
+    draft token 0.87 t1. Even drafts that are always accepted cannot pay, so after the costs are
+    known nothing is forced at all: every later request runs at plain speed."""
+    c = DraftController(SpeculativeSettings(draft_max=16))
+    runs = _requests(c, 15, 64, _cpu_verify, accept=lambda k: k, draft_token_s=0.87 * T1)
+    assert c.off
+    assert sum(d for _, _, d in runs) <= 3, [d for _, _, d in runs]
+    assert all(d == 0 for _, _, d in runs[5:])
+    for spent, plain, _ in runs:
+        assert spent <= 1.03 * plain
+
+
+def test_costs_carry_to_the_next_request_and_from_fixed_length_runs():
+    """Costs are the pair's and the machine's: a fixed-length run sharing the cost model teaches
+    the adaptive controller, whose first request then decides without measuring anything."""
+    spec = SpeculativeSettings(draft_max=8)
+    adaptive = DraftController(spec)
+    fixed = DraftController(SpeculativeSettings(draft_max=1, adaptive=False), costs=adaptive.costs)
+    for _ in range(30):
+        k = fixed.next_length()
+        fixed.observe(k, k, 0.87 * T1 * k, _cpu_verify(k + 1))
+        fixed.observe(0, 0, 0.0, _cpu_verify(1))
+    assert adaptive.costs.draft_token is not None and set(adaptive.costs.verify) == {1, 2}
+    adaptive.new_request(64)
+    assert [adaptive.next_length() for _ in range(64)] == [0] * 64  # no measurement, no probe
+    assert not adaptive.can_pay(adaptive.costs.line())
+
+
+def test_a_draft_models_catch_up_is_charged_to_the_draft_that_needs_it():
+    """Memory-bound (t_v nearly flat), a cheap accurate draft: drafting pays with nothing to
+    read first, but not when the draft model must first read 1,000 tokens to serve a
+    few passes."""
+    gpu = lambda n: 0.01 + 0.0005 * n  # noqa: E731
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    for _ in range(40):
+        k = c.next_length()
+        lag = 200 if k == 1 else 1  # the first draft reads the prompt
+        c.observe(k, k, 0.002 * (k - 1), gpu(k + 1), 0.0005 * lag if lag > 1 else 0.002, lag)
+    assert c.costs.catchup_token == pytest.approx(0.0005)
+    assert c.costs.draft_token < 0.003  # the steady catch-up is in t_d, the lag is not
+    c.new_request(4)  # a request with only a few tokens left to serve
+    assert c.next_length(lag=1000) == 0
+    c.new_request(512)
+    assert c.next_length(lag=1) > 0

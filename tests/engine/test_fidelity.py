@@ -68,9 +68,10 @@ def test_greedy_speculative_equals_plain(models, traces, engine_factory, draft):
     eng = engine_factory(models.demo, kind, path, draft_max=8, adaptive=False, p_min=0.0)
     total_drafted = 0
     for prompt in PROMPTS:
-        text, reason, stats = eng.run_request(GenerateRequest(prompt=prompt, max_tokens=N))
+        result = eng.run(GenerateRequest(prompt=prompt, max_tokens=N))
+        reason, stats = result.reason, result.stats
         plain, gaps = traces[prompt]
-        spec = eng.decoder.last_tokens  # the decoder's own ids (re-tokenizing text is lossy)
+        spec = result.tokens  # the decoder's own ids (re-tokenizing text is lossy)
         assert_faithful(plain, gaps, spec, f"{draft} / {prompt[:30]!r}")
         total_drafted += stats.drafted
         if reason == "length":

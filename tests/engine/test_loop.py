@@ -10,30 +10,34 @@ from specterm.engine.drafters import LookupDrafter
 PROMPT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n"
 
 
+def draft_decodes(stats) -> int:
+    """Tokens the draft model decoded: its catch-ups, plus every draft token but the last of each
+    draft (the last needs no logits). p_min = 0 never stops a draft short."""
+    return stats.draft_catchup_tokens + stats.num_draft_tokens - stats.num_drafts
+
+
 def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=6, adaptive=False, p_min=0.0)
-    drafter = eng.decoder.drafter
     _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=40))
     n_prompt = stats.prompt_tokens
     rejected = stats.drafted - stats.accepted
     assert stats.drafted > 0 and stats.accepted > 0
     # Every position of prompt + output is decoded once; only rejected drafts add to that.
-    assert n_prompt + stats.tokens - 1 <= drafter.decoded_tokens <= n_prompt + stats.tokens + rejected
+    assert n_prompt + stats.tokens - 1 <= draft_decodes(stats) <= n_prompt + stats.tokens + rejected
 
 
 def test_prefix_reuse_decodes_only_the_new_suffix(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
-    drafter = eng.decoder.drafter
     _, _, first = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=8))
     assert first.prompt_tokens_decoded == first.prompt_tokens
-    before = drafter.decoded_tokens
+    assert first.draft_catchup_tokens >= first.prompt_tokens  # the draft read the prompt once
     extended = PROMPT + "    return a * b\n\n\ndef div(a, b):\n"
     _, _, second = eng.run_request(GenerateRequest(prompt=extended, max_tokens=8))
     n_common = len(eng.target.tokenize(PROMPT, add_special=True)) - 2  # the last tokens may merge
     assert second.prompt_tokens_decoded <= second.prompt_tokens - n_common
     assert second.prompt_tokens_decoded < second.prompt_tokens // 2
     # the draft model also resumes from its cache instead of re-reading the whole prompt
-    assert drafter.decoded_tokens - before < second.prompt_tokens
+    assert 0 < second.draft_catchup_tokens < second.prompt_tokens - n_common + 8
 
 
 def test_same_prompt_twice_reuses_everything_but_the_last_token(models, engine_factory):
@@ -104,11 +108,43 @@ def test_stats_json_has_the_contract_fields(models, engine_factory):
     assert d["tokens_per_pass"] == pytest.approx(d["tokens"] / d["target_passes"])
 
 
-def test_draft_model_reads_the_prompt_with_the_target(models, engine_factory):
-    """So a probe after drafting was off never has to catch up on a whole new prompt."""
+def test_draft_model_reads_nothing_while_drafting_is_off(models, engine_factory):
+    """Catch-up is lazy: a draft model reads the prompt only when a draft is asked for."""
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=0, adaptive=False)
-    drafter = eng.decoder.drafter
     _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
-    assert stats.drafted == 0
-    assert drafter.decoded_tokens == stats.prompt_tokens
-    assert drafter.cached == eng.target.tokenize(PROMPT, add_special=True)
+    assert stats.drafted == 0 and stats.num_drafts == 0
+    assert stats.draft_catchup_tokens == 0 and stats.draft_catchup_time_s == 0.0
+    # the same drafter, asked to draft, reads the whole prompt (and the output so far) first
+    _, _, on = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4), fixed_draft=2)
+    assert on.num_drafts > 0
+    assert on.draft_catchup_tokens >= on.prompt_tokens
+    assert on.draft_catchup_time_s > 0.0
+
+
+def test_stats_carry_the_telemetry_names_users_know(models, engine_factory):
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=3, adaptive=False, p_min=0.0)
+    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=24))
+    d = stats.to_dict()
+    assert d["num_drafts"] == stats.num_drafts > 0
+    assert d["num_draft_tokens"] == stats.drafted and d["num_accepted_tokens"] == stats.accepted
+    assert d["mean_acceptance_length"] == pytest.approx(1 + stats.accepted / stats.num_drafts)
+    assert len(d["acceptance_by_position"]) == 3
+    assert 0 < d["time_to_first_token_s"] and d["probes"] == 0  # fixed length: nothing forced
+    assert d["draft_catchup_time_s"] <= d["draft_time_s"]
+    # a pass verifies one draft at most, and the prompt pass drafts nothing
+    assert stats.num_drafts <= stats.target_passes - 1
+
+
+def test_costs_learned_in_one_request_carry_to_the_next(models, engine_factory):
+    """Costs are the pair's and the machine's: a fixed-length run measures t_d and t_v(2) for the
+    adaptive controller, and a new request keeps them (only acceptance evidence is discounted)."""
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, p_min=0.0)
+    costs = eng.decoder.controller.costs
+    assert costs.draft_token is None and not costs.verify
+    _, _, fixed = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=12), fixed_draft=1)
+    assert fixed.num_drafts > 0
+    assert costs.draft_token is not None and 2 in costs.verify  # every pass drafted
+    learned = dict(costs.verify)
+    _, _, adaptive = eng.run_request(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12))
+    assert set(learned) <= set(eng.decoder.controller.costs.verify)
+    assert adaptive.probes <= 1  # at most the request's early probe: no first measurement needed

@@ -61,9 +61,9 @@ def test_speculative_sampling_matches_the_target_distribution(models, engine_fac
     for seed in range(N):
         s = SamplingSettings(seed=seed, **SAMPLING)
         # 3 tokens: the first comes from the prompt pass, the second from verifying a draft token.
-        _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=3, sampling=s))
-        drafted += stats.drafted
-        toks = eng.decoder.last_tokens
+        result = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=3, sampling=s))
+        drafted += result.stats.drafted
+        toks = result.tokens
         if len(toks) >= 2:
             seconds.setdefault(toks[0], Counter())[toks[1]] += 1
     assert drafted >= N // 4, "drafts were rarely verified: the test would prove nothing"

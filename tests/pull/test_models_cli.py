@@ -1,8 +1,10 @@
-"""`specterm models`: the catalogue with cache state and memory, and compatible drafts for a target."""
+"""`specterm models`: the catalogue with cache state and memory, compatible drafts for a target, and
+`specterm models derive` (a low-bit copy of the target as its draft)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pull_support import DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO
 
@@ -94,3 +96,68 @@ def test_drafts_for_an_unknown_name_or_missing_file(sandbox):
     assert r.returncode == 2 and "Nearest known: llama-3.1-8b" in r.stderr
     r = sandbox.specterm("models", "/nowhere/model.gguf")
     assert r.returncode == 2 and "/nowhere/model.gguf does not exist" in r.stderr
+
+
+# --- `specterm models derive`: a low-bit copy of the target as its draft ---------------------------
+def test_derive_writes_a_smaller_copy_that_models_lists_as_a_derived_draft(sandbox):
+    r = sandbox.specterm("models", "derive", "demo", "--type", "Q4_0", "--json")
+    assert r.returncode == 0, r.stderr
+    made = json.loads(r.stdout)
+    out = Path(made["draft"])
+    # the demo lives inside a package: the copy goes to the user's cache, not next to it
+    assert out.parent == sandbox.root / "home" / ".cache" / "specterm" / "derived"
+    assert out.read_bytes()[:4] == b"GGUF" and made["type"] == "Q4_0"
+    assert made["size_bytes"] == out.stat().st_size < made["target_size_bytes"]
+    assert not list(out.parent.glob("*.part"))  # written under a temporary name, then renamed
+    listed = json.loads(sandbox.specterm("models", "demo", "--json").stdout)
+    (row,) = [d for d in listed["drafts"] if d["path"] == str(out)]
+    assert row["compatible"] and row["derived_from_target"] and row["smaller_than_target"]
+    human = sandbox.specterm("models", "demo")
+    assert "derived copy of the target" in human.stdout
+
+
+def test_derive_to_an_explicit_path_in_human_form(sandbox):
+    out = sandbox.root / "work" / "draft.gguf"
+    r = sandbox.specterm("models", "derive", "demo", "--type", "q2_k", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.is_file() and f"Wrote {out}" in r.stdout and f"--draft {out}" in r.stdout
+
+
+def test_derive_bad_input_exits_2_with_what_to_do(sandbox):
+    work = sandbox.root / "work"
+    notes = work / "notes.gguf"
+    notes.write_text("not a model\n")
+
+    def fails(*args: str, needle: str) -> None:
+        r = sandbox.specterm("models", "derive", *args)
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert needle in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+
+    fails(str(notes), needle="is not a GGUF file")
+    fails("demo", "--type", "Q4_1", needle="would not be smaller than the target (Q4_1")
+    fails("demo", "--type", "Q8_0", needle="would not be smaller")
+    fails("demo", "--type", "Q9", needle="Unknown type 'Q9'")
+    fails("demo", "-o", str(work / "missing" / "d.gguf"), needle="does not exist")
+    fails("demo", "-o", str(work), needle="is a folder")
+    fails("demo", "-o", str(work / "d.bin"), needle="must end in .gguf")
+    fails(needle="name the target")
+    fails(str(work / "nope.gguf"), needle="does not exist")
+    assert sorted(p.name for p in work.iterdir()) == ["notes.gguf"]  # nothing half-written
+    r = sandbox.specterm("models", "demo", "--type", "Q4_0")
+    assert r.returncode == 2 and "belong to `specterm models derive" in r.stderr
+
+
+def test_the_listing_shows_derived_drafts_of_a_downloaded_target(sandbox):
+    from specterm.engine.llamacpp.demo import demo_model_path
+
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, Path(demo_model_path()))
+    made = sandbox.specterm("models", "derive", str(target), "--type", "Q4_0", "--json")
+    assert made.returncode == 0, made.stderr
+    draft = json.loads(made.stdout)["draft"]
+    assert "/huggingface/hub/" not in draft  # never written into the Hugging Face cache
+    data = json.loads(sandbox.specterm("models", "--json").stdout)
+    pairs = {p["name"]: p for p in data["pairs"]}
+    assert pairs[PAIR]["derived_drafts"] == [draft]
+    assert all(p["derived_drafts"] == [] for name, p in pairs.items() if name != PAIR)
+    human = sandbox.specterm("models")
+    assert f"{PAIR}: {draft}" in human.stdout and "specterm models derive TARGET" in human.stdout

@@ -2,11 +2,17 @@
 
 With no paths it runs the built-in code tasks (completion at cursor positions, continuation, and
 edit-style tasks whose output repeats the input); with paths, FIM tasks cut from those files at
-seeded random cursor positions. Every task runs plain and speculative alternately on one loaded
-engine (A B A B ...), so the figures compare like with like on a busy machine.
+seeded random cursor positions; with --tasks-file, the user's own tasks (one JSON object a line).
+Every task runs plain and speculative alternately on one loaded engine (A B, B A, ...), so the
+figures compare like with like on a busy machine.
+
+--regime memory-bound runs on an F32 copy of the target with a Q4_0 copy as the draft (both derived
+once and cached): on a CPU that is the regime every GPU user is in, where verifying k tokens costs
+about what one costs. --regime compute-bound keeps the target and drafts with a Q2_K copy.
 
 Output: a table (and, with --sweep, a chart of speedup against draft length) on stdout; with
---json one JSON object on stdout and the table on stderr. Progress shows on stderr on a terminal.
+--json one JSON object on stdout and the table on stderr. Progress goes to stderr: a bar on a
+terminal, one line per finished task otherwise.
 """
 
 from __future__ import annotations
@@ -14,14 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from ..config import Settings
 from .bench_plot import check_plot_target, write_plot
-from .common import TtyProgress, UsageError, isatty
+from .common import TtyProgress, UsageError, read_user_text
 
 NAME = "bench"
 DEFAULT_FIM_TASKS = 8
+DEFAULT_REPEAT = 1
+# Built-in generate/edit/chat tasks stop here unless --max-tokens says otherwise: long enough for
+# acceptance to settle, short enough that the default run takes a couple of minutes.
+DEFAULT_GENERATE_TOKENS = 128
+REGIMES = ("as-configured", "compute-bound", "memory-bound")
 
 
 def _lengths(text: str) -> list[int]:
@@ -45,7 +57,7 @@ def _positive(text: str) -> int:
 
 
 def _kinds(text: str) -> tuple[str, ...]:
-    from specterm.engine.bench.runner import TASK_KINDS  # light: no llama.cpp
+    from specterm.engine.bench.tasks import TASK_KINDS  # light: no llama.cpp
 
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in TASK_KINDS]
@@ -67,8 +79,19 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to cut FIM tasks from")
     p.add_argument("--sweep", type=_lengths, default=[], metavar="N,N,...",
                    help="also run these fixed draft lengths (adaptive off), e.g. 1,2,4,8,16")
-    p.add_argument("--repeat", type=_positive, default=2, metavar="N",
-                   help="plain/speculative pairs per task and mode (default: 2)")
+    p.add_argument("--tasks-file", metavar="FILE", default=None,
+                   help='your own tasks, one JSON object a line: {"name", "kind", optional "max_tokens"} plus '
+                   '"instruction", "code" (edit; optional "lang", "path"), "message" (chat), "prompt" '
+                   '(continuation) or "prefix", "suffix" (fim, completion)')
+    p.add_argument("--regime", choices=REGIMES, default="as-configured",
+                   help="memory-bound: an F32 copy of the target, a Q4_0 copy as draft (what a GPU user "
+                   "sees, on a CPU); compute-bound: the target as is, a Q2_K copy as draft; a --draft "
+                   "flag overrides the derived draft (default: as-configured)")
+    p.add_argument("--compare-llama-cpp", action="store_true",
+                   help="also run llama.cpp's own speculative decoding on the same pair and tasks "
+                   "(needs the binaries bench/build_llama_cpp.sh builds; skipped with a note otherwise)")
+    p.add_argument("--repeat", type=_positive, default=DEFAULT_REPEAT, metavar="N",
+                   help=f"plain/speculative pairs per task and mode (default: {DEFAULT_REPEAT})")
     p.add_argument("--tasks", type=_positive, default=None, metavar="N",
                    help=f"run only the first N built-in tasks, or cut N FIM tasks (default: all / {DEFAULT_FIM_TASKS})")
     p.add_argument("--kinds", type=_kinds, default=None, metavar="KIND,...",
@@ -86,8 +109,24 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
 
 
 def build_tasks(args: argparse.Namespace, settings: Settings):
-    from specterm.engine.bench.runner import builtin_tasks, fim_tasks
+    from specterm.engine.bench.tasks import TasksFileError, builtin_tasks, fim_tasks, parse_tasks_file
 
+    generate_tokens = settings.generate.max_tokens if hasattr(args, "max_tokens") else DEFAULT_GENERATE_TOKENS
+    if args.tasks_file:
+        if args.paths:
+            raise UsageError("bench: give either PATHS (FIM tasks cut from files) or --tasks-file, not both.")
+        text = read_user_text(Path(args.tasks_file), f"--tasks-file {args.tasks_file}")
+        defaults = {"fim": settings.completion.max_tokens, "completion": settings.completion.max_tokens,
+                    "edit": generate_tokens, "chat": generate_tokens, "continuation": generate_tokens}
+        try:
+            tasks = parse_tasks_file(text, source=args.tasks_file, max_tokens=defaults)
+        except TasksFileError as err:
+            raise UsageError(f"bench: {err}.") from None
+        if args.kinds:
+            tasks = [t for t in tasks if t.kind in args.kinds]
+            if not tasks:
+                raise UsageError(f"bench: no task in {args.tasks_file} has kind {', '.join(args.kinds)}.")
+        return tasks[: args.tasks] if args.tasks else tasks
     if args.paths:
         if args.kinds and "fim" not in args.kinds:
             raise UsageError("--kinds selects built-in tasks; with PATHS every task is a FIM task.")
@@ -96,8 +135,7 @@ def build_tasks(args: argparse.Namespace, settings: Settings):
                              max_tokens=settings.completion.max_tokens)
         except ValueError as err:
             raise UsageError(f"bench: {err}.") from None
-    tasks = builtin_tasks(completion_tokens=settings.completion.max_tokens,
-                          generate_tokens=settings.generate.max_tokens)
+    tasks = builtin_tasks(completion_tokens=settings.completion.max_tokens, generate_tokens=generate_tokens)
     if args.kinds:
         tasks = [t for t in tasks if t.kind in args.kinds]
         if not tasks:
@@ -105,6 +143,45 @@ def build_tasks(args: argparse.Namespace, settings: Settings):
     if args.tasks:
         tasks = tasks[: args.tasks]
     return tasks
+
+
+def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyProgress):
+    """The engine settings for the chosen regime, and what was derived for it (for the report).
+
+    The copies are derived once and cached (engine/llamacpp/derive.py); a --draft flag given on the
+    command line keeps its draft (lookup, none or a file) in either regime."""
+    from dataclasses import replace
+
+    from specterm.engine.settings import DEMO_TARGET, DraftSettings
+
+    es = settings.engine_settings()
+    if args.regime == "as-configured":
+        return es, {"regime": args.regime}
+    from specterm.engine.llamacpp.derive import ensure_copy, read_gguf_summary
+
+    target_path = es.target.path
+    if target_path == DEMO_TARGET:
+        from specterm.engine.llamacpp.demo import demo_model_path
+
+        target_path = demo_model_path()
+    info = {"regime": args.regime, "source_target": target_path}
+
+    def show(message: str, fraction: float | None) -> None:
+        progress(f"{args.regime}: {message}", fraction)
+
+    target = es.target
+    if args.regime == "memory-bound" and read_gguf_summary(target_path).bits_per_weight < 16:
+        target = replace(es.target, path=str(ensure_copy(target_path, "f32", draft=False, on_progress=show)))
+        info["derived_target"] = target.path
+    draft = es.draft
+    if not hasattr(args, "draft"):
+        kind = "q4_0" if args.regime == "memory-bound" else "q2_k"
+        path = str(ensure_copy(target_path, kind, draft=True, on_progress=show))
+        draft = DraftSettings(kind="model", model=replace(target, path=path, gpu_layers=es.draft.model.gpu_layers
+                                                          if es.draft.model else target.gpu_layers))
+        info["derived_draft"] = path
+    progress.clear()
+    return replace(es, target=target, draft=draft), info
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,7 +197,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     tasks = build_tasks(args, settings)
     plot_path = check_plot_target(args.plot) if args.plot else None
     progress = TtyProgress()
-    engine = make_local_engine(settings, on_progress=progress)
+    engine_settings, regime = regime_settings(args, settings, progress)
+    engine = make_local_engine(settings, engine_settings=engine_settings, on_progress=progress)
     try:
         engine.load()
         progress.clear()
@@ -128,12 +206,24 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         def on_progress(message: str, done: int, total: int) -> None:
             progress(f"[{_bar(done, total)}] {done}/{total} {message}", None)
 
-        bench = Bench(engine, repeat=args.repeat, on_progress=on_progress, measure_costs=not args.no_costs)
+        def on_task(task, comp, done: int, total: int) -> None:
+            if progress.enabled:
+                return  # the bar shows it
+            sp = comp.speculative
+            print(f"bench: [{done}/{total}] {task.name} ({task.kind}): {_x(comp.speedup)}, "
+                  f"acceptance {_f(sp.acceptance, '.0%')}, mean acceptance length "
+                  f"{_f(getattr(sp, 'mean_acceptance_length', None), '.2f')}", file=sys.stderr, flush=True)
+
+        bench = Bench(engine, repeat=args.repeat, on_progress=on_progress, measure_costs=not args.no_costs,
+                      on_task=on_task)
         report = bench.run(tasks, args.sweep)
+        data = report.to_dict()
+        data["settings"].update(regime)
+        if args.compare_llama_cpp:
+            data["llama_cpp"] = compare_with_llama_cpp(bench, data, engine_settings, tasks, args, progress)
     finally:
         progress.clear()
         engine.close_sync()
-    data = report.to_dict()
     table_stream = sys.stderr if args.json else sys.stdout
     write_table(data, table_stream)
     if plot_path is not None:
@@ -142,6 +232,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(data, ensure_ascii=False), flush=True)
     return 0
+
+
+def compare_with_llama_cpp(bench, data: dict, engine_settings, tasks, args, progress) -> dict:
+    """llama.cpp's own speculative decoding on the same pair and tasks (engine/bench/llama_cpp.py),
+    with the engine's models still loaded (the machine has the memory; llama.cpp's servers are idle
+    while specterm runs and the other way round)."""
+    from specterm.engine.bench.llama_cpp import compare
+    from specterm.engine.settings import DEMO_TARGET
+
+    def show(message: str, done: int, total: int) -> None:
+        progress(f"[{_bar(done, total)}] {done}/{total} llama.cpp: {message}", None)
+
+    target = engine_settings.target.path
+    if target == DEMO_TARGET:
+        from specterm.engine.llamacpp.demo import demo_model_path
+
+        target = demo_model_path()
+    jobs = [(t.name, t.kind, *bench.prompts[t.name]) for t in tasks if t.name in bench.prompts]
+    mine = {t["name"]: t["speedup"] for t in data["tasks"]}
+    result = compare(engine_settings, target, jobs, mine, repeat=args.repeat, on_progress=show)
+    progress.clear()
+    if result.get("skipped"):
+        print(f"bench: llama.cpp comparison skipped: {result['skipped']}", file=sys.stderr)
+    return result
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -168,7 +282,7 @@ def write_table(data: dict, out: TextIO) -> None:
     c = data.get("costs")
     if c:
         tv = c["t_v_ms"]
-        ks = [k for k in ("2", "4", "8", "16", "17") if k in tv]
+        ks = [k for k in tv if k != "1"]
         parts = ", ".join(f"t_v({k}) {tv[k]:.2f} ms = {c['t_v_over_t1'][k]:.1f} t1" for k in ks)
         out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms, {parts}\n")
     out.write("\n")
@@ -183,6 +297,13 @@ def write_table(data: dict, out: TextIO) -> None:
     out.write(f"summary: speedup {_f(sm['speedup'], '.2f')}x (geometric mean; min {_f(sm['speedup_min'], '.2f')}x), "
               f"acceptance {_f(sm['acceptance'], '.0%')}, efficiency {_f(sm['efficiency'], '.2f')}, "
               f"outputs {_outputs(sm)}\n")
+    kinds = sm.get("by_kind") or {}
+    if len(kinds) > 1:
+        out.write("by kind: " + ", ".join(f"{k} {_x(v['speedup'])} (min {_x(v['speedup_min'])}, {v['tasks']})"
+                                          for k, v in kinds.items()) + "\n")
+    write_telemetry(data, out)
+    if data.get("llama_cpp"):
+        write_llama_cpp(data["llama_cpp"], out)
     if data["sweep"]:
         out.write("\nfixed draft lengths (adaptive off):\n")
         out.write(head.replace("task                      ", "draft length              "))
@@ -194,6 +315,40 @@ def write_table(data: dict, out: TextIO) -> None:
         out.write("\n")
         write_chart(data, out)
     out.flush()
+
+
+def write_telemetry(data: dict, out: TextIO) -> None:
+    """The speculative runs' counters under the names llama-server and vLLM use."""
+    head = (f"{'task':<26} {'num_drafts':>10} {'draft_tok':>9} {'accepted':>8} {'mean_len':>8} "
+            f"{'accept by position':<24} {'ttft ms':>7} {'catch-up ms':>11} {'probes':>6}\n")
+    out.write("\nspeculative telemetry (summed over repeats; mean_len = 1 + accepted / num_drafts):\n")
+    out.write(head)
+    for t in data["tasks"]:
+        sp = t["speculative"]
+        pos = " ".join(_f(a, ".0%") for a in (sp.get("acceptance_by_position") or [])[:6]) or "-"
+        ttft = sp.get("time_to_first_token_s")
+        catchup = sp.get("draft_catchup_time_s")
+        out.write(f"{t['name'][:26]:<26} {_f(sp.get('num_drafts'), 'd'):>10} {sp['drafted']:>9} "
+                  f"{sp['accepted']:>8} {_f(sp.get('mean_acceptance_length'), '.2f'):>8} {pos[:24]:<24} "
+                  f"{_f(ttft * 1e3 if ttft is not None else None, '.1f'):>7} "
+                  f"{_f(catchup * 1e3 if catchup is not None else None, '.1f'):>11} "
+                  f"{_f(sp.get('probes'), 'd'):>6}\n")
+
+
+def write_llama_cpp(cmp: dict, out: TextIO) -> None:
+    """specterm's speedup next to llama.cpp's on the same pair and tasks."""
+    out.write(f"\nllama.cpp comparison ({cmp.get('program', '-')}):\n")
+    if cmp.get("skipped"):
+        out.write(f"  skipped: {cmp['skipped']}\n")
+        return
+    out.write(f"{'task':<26} {'llama plain t/s':>15} {'llama spec t/s':>14} {'llama speedup':>13} "
+              f"{'llama accept':>12} {'specterm speedup':>16} {'ratio':>6}\n")
+    for r in cmp["tasks"]:
+        out.write(f"{r['name'][:26]:<26} {_f(r['plain_tps'], '.1f'):>15} {_f(r['spec_tps'], '.1f'):>14} "
+                  f"{_x(r['speedup']):>13} {_f(r['acceptance'], '.0%'):>12} {_x(r['specterm_speedup']):>16} "
+                  f"{_f(r['ratio'], '.2f'):>6}\n")
+    out.write(f"geometric mean: llama.cpp {_x(cmp.get('speedup'))}, specterm {_x(cmp.get('specterm_speedup'))}, "
+              f"specterm / llama.cpp {_f(cmp.get('ratio'), '.2f')}\n")
 
 
 def _x(v: float | None) -> str:

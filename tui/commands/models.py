@@ -23,6 +23,7 @@ from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFil
 from specterm.engine.errors import EngineError
 
 from ..config import Settings
+from .common import TtyProgress, UsageError
 
 NAME = "models"
 CHECK_MODEL_FILES = False  # a configured model file that is gone must not block this command
@@ -39,13 +40,27 @@ def add_parser(subparsers, parents) -> argparse.ArgumentParser:
     )
     # dest differs from the global --target flag's, which sets [model] target
     p.add_argument("for_target", nargs="?", metavar="TARGET",
-                   help="a GGUF file, or a pulled pair's name: list the compatible drafts for it")
+                   help="a GGUF file, or a pulled pair's name: list the compatible drafts for it; "
+                   "or `derive TARGET --type Q4_0 [-o PATH]`: write a low-bit copy of TARGET as its draft")
+    p.add_argument("derive_target", nargs="?", metavar="DERIVE_TARGET", help=argparse.SUPPRESS)
+    p.add_argument("--type", dest="derive_type", metavar="TYPE", default=None,
+                   help="derive: the copy's type, e.g. Q4_0 (default), Q2_K, Q8_0")
+    p.add_argument("-o", "--output", metavar="PATH", default=None,
+                   help="derive: where to write the copy (default: next to the target, or "
+                   "~/.cache/specterm/derived for the demo and downloaded files)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return p
 
 
+DERIVE_WORD = "derive"
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     catalogue = load_catalogue()
+    if args.for_target == DERIVE_WORD:
+        return run_derive(args, catalogue)
+    if args.derive_target or args.derive_type or args.output:
+        raise UsageError("models: --type and -o belong to `specterm models derive TARGET --type Q4_0 [-o PATH]`.")
     if args.for_target:
         data = drafts_for(resolve_target(args.for_target, catalogue), settings)
         if args.json:
@@ -129,6 +144,8 @@ def catalogue_listing(catalogue: Catalogue, settings: Settings) -> dict[str, Any
                 listed_paths.add(os.path.realpath(f["path"]))
         pairs.append({
             "name": pair.slug,
+            # low-bit copies of the downloaded target (`specterm models derive`): drafts too
+            "derived_drafts": derived_copies(Path(target["path"])) if target["path"] else [],
             "target": {"name": pair.target.name, **target},
             "draft": {"name": pair.draft.name, **draft},
             "other_quants": others,
@@ -145,6 +162,21 @@ def catalogue_listing(catalogue: Catalogue, settings: Settings) -> dict[str, Any
     ]
     return {"ctx": ctx, "kv_type": kv_type, "machine": where, "hub_cache": str(hub.hub_cache_dir()),
             "pairs": pairs, "other_cached": other}
+
+
+def derived_copies(target: Path) -> list[str]:
+    """Copies of `target` in fewer bits (same tensors): next to it, or in the derive cache."""
+    from specterm.engine.llamacpp.derive import cache_dir, is_derived_pair, read_gguf_summary
+
+    mine = read_gguf_summary(target)
+    found = []
+    for folder in dict.fromkeys((target.parent, cache_dir())):
+        for path in sorted(folder.glob("*.gguf")) if folder.is_dir() else []:
+            if os.path.realpath(path) == os.path.realpath(target):
+                continue
+            if path.stat().st_size < target.stat().st_size and is_derived_pair(target, path):
+                found.append(str(path))
+    return found if mine.tensors else []
 
 
 def _print_catalogue(data: dict[str, Any]) -> None:
@@ -171,15 +203,50 @@ def _print_catalogue(data: dict[str, Any]) -> None:
     out.write(f"\nMemory: weights plus both KV caches at ctx {data['ctx']} ({data['kv_type']}); "
               f"{where}; {ram}.\n")
     out.write(f"Hugging Face cache: {data['hub_cache']}\n")
+    derived = [(p["name"], d) for p in data["pairs"] for d in p["derived_drafts"]]
+    if derived:
+        out.write("\nDerived drafts (low-bit copies of a downloaded target):\n")
+        for name, path in derived:
+            out.write(f"  {name}: {path}\n")
+    out.write("\nAny target can draft for itself: `specterm models derive TARGET --type Q4_0` writes a "
+              "low-bit copy with the same vocabulary.\n")
     if data["other_cached"]:
         out.write("\nOther GGUFs in the cache (`specterm models PATH` lists drafts for one):\n")
         for g in data["other_cached"]:
             out.write(f"  {g['repo']}/{g['file']}  {_size(g['size_bytes'])}\n")
 
 
+# --- derive: a low-bit copy of the target as its draft --------------------------------------------
+def run_derive(args: argparse.Namespace, catalogue: Catalogue) -> int:
+    from specterm.engine.llamacpp.derive import derive, normalise_type
+
+    if not args.derive_target:
+        raise UsageError("models derive: name the target: `specterm models derive TARGET --type Q4_0 [-o PATH]`.")
+    kind = normalise_type(args.derive_type or "q4_0")  # before resolving: a typo fails at once
+    target = resolve_target(args.derive_target, catalogue)
+    progress = TtyProgress()
+    try:
+        out = derive(target, kind, args.output, on_progress=progress)
+    finally:
+        progress.clear()
+    data = {"target": str(target), "draft": str(out), "type": kind.upper(), "size_bytes": out.stat().st_size,
+            "target_size_bytes": target.stat().st_size}
+    if args.json:
+        _print_json(data)
+    else:
+        sys.stdout.write(f"Wrote {out} ({_size(data['size_bytes'])}), a {kind.upper()} copy of {target} "
+                         f"({_size(data['target_size_bytes'])}): same vocabulary by construction.\n"
+                         f"Use it with --draft {out}, or set [model] draft.\n")
+    return 0
+
+
 # --- compatible drafts for one target -----------------------------------------------------------
 def resolve_target(name: str, catalogue: Catalogue) -> Path:
-    """A GGUF path as given, or the downloaded target file of a catalogue pair."""
+    """A GGUF path as given, "demo", or the downloaded target file of a catalogue pair."""
+    if name == "demo":
+        from specterm.engine.llamacpp.demo import demo_model_path
+
+        return Path(demo_model_path())
     path = Path(name).expanduser()
     if path.is_file() or name.endswith(".gguf") or os.sep in name:
         if not path.is_file():
@@ -222,6 +289,10 @@ def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
         add(g.path, f"{g.repo}/{g.file}")
     for path in sorted(target.parent.glob("*.gguf")):
         add(path, str(path))
+    from specterm.engine.llamacpp.derive import cache_dir
+
+    for path in sorted(cache_dir().glob("*.gguf")):  # copies `derive` wrote for the demo or the hub cache
+        add(path, str(path))
     draft = settings.model.draft
     if draft not in ("lookup", "none"):
         add(Path(draft), draft)
@@ -229,6 +300,7 @@ def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
 
 
 def drafts_for(target: Path, settings: Settings) -> dict[str, Any]:
+    from specterm.engine.llamacpp.derive import is_derived_pair
     from specterm.engine.llamacpp.report import build_report
     from specterm.engine.settings import DraftSettings
 
@@ -249,6 +321,8 @@ def drafts_for(target: Path, settings: Settings) -> dict[str, Any]:
             "size_bytes": cand.size_bytes,
             "compatible": report.vocab_compatible is True,
             "smaller_than_target": cand.size_bytes < target.stat().st_size,
+            # a copy of the target itself in fewer bits (`specterm models derive`)
+            "derived_from_target": is_derived_pair(target, cand.path),
             "reason": reason,
             "memory_total_bytes": report.memory.total_bytes if report.memory else None,
         })
@@ -262,12 +336,15 @@ def _print_drafts(data: dict[str, Any]) -> None:
     out.write(f"Drafts for {data['target']} ({_size(data['target_size_bytes'])}):\n\n")
     usable = [r for r in data["drafts"] if r["compatible"]]
     if not data["drafts"]:
-        out.write("No other GGUF files are downloaded. `specterm models` lists pairs to pull.\n")
+        out.write("No other GGUF files are downloaded. `specterm models` lists pairs to pull; "
+                  f"`specterm models derive {data['target']} --type Q4_0` writes a draft from the target itself.\n")
         return
     rows = [("", "DRAFT", "SIZE", f"PAIR MEMORY@{data['ctx']}", "NOTE")]
     for r in data["drafts"]:
         mark = "ok" if r["compatible"] else "no"
         note = r["reason"] or ("" if r["smaller_than_target"] else "not smaller than the target")
+        if r["derived_from_target"] and not note:
+            note = "derived copy of the target"
         mem = _size(r["memory_total_bytes"]) if r["memory_total_bytes"] else "-"
         rows.append((mark, r["label"], _size(r["size_bytes"]), mem, note))
     _table(rows)

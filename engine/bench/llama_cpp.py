@@ -1,0 +1,208 @@
+"""llama.cpp's own speculative decoding on the same pair and tasks: `specterm bench --compare-llama-cpp`.
+
+The reference is llama.cpp's `llama-server`, built by bench/build_llama_cpp.sh from the llama.cpp that
+llama-cpp-python vendors (the same commit and kernels specterm runs on). Two servers run side by
+side on loopback: one plain, one speculative (`--spec-type draft-simple -md DRAFT` for a draft model, `--spec-type
+ngram-simple` for prompt lookup), so llama.cpp's speedup is measured by one program against itself,
+as specterm's is; their ratio is the figure that compares the two implementations. (The
+`llama-speculative-simple` example has no plain mode to divide by; bench/compare_llama_cpp.py
+compares its tokens/s with specterm's directly.)
+
+Both get the prompt as the exact token ids specterm decoded, the same number of tokens to generate
+(what specterm's plain run emitted), greedy decoding, the same context and thread count, and a
+warm-up request first; then plain and speculative requests alternate. Tokens/s is the server's own
+`predicted_per_second` (generation only, like specterm's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..settings import EngineSettings
+from .theory import geometric_mean
+
+ProgressFn = Callable[[str, int, int], None]
+SERVER = "llama-server"
+NGRAM_TYPE = "ngram-simple"  # llama.cpp's per-request lookup (ngram-mod also remembers earlier answers)
+
+
+def binaries_dir() -> Path | None:
+    """Where bench/build_llama_cpp.sh put the binaries ($SPECTERM_LLAMA_CPP_BIN, else
+    $SPECTERM_LLAMA_CPP_DIR/bin, else ~/.cache/specterm/llama.cpp-<llama-cpp-python version>/bin),
+    or None when llama-server is not there."""
+    explicit = os.environ.get("SPECTERM_LLAMA_CPP_BIN")
+    if explicit:
+        folder = Path(explicit)
+    else:
+        try:
+            version = metadata.version("llama-cpp-python")
+        except metadata.PackageNotFoundError:
+            return None
+        root = os.environ.get("SPECTERM_LLAMA_CPP_DIR") or str(
+            Path.home() / ".cache" / "specterm" / f"llama.cpp-{version}")
+        folder = Path(root) / "bin"
+    return folder if os.access(folder / SERVER, os.X_OK) else None
+
+
+@dataclass
+class Timing:
+    tokens: int
+    tps: float
+    drafted: int
+    accepted: int
+
+
+class Server:
+    """One llama-server process on a free loopback port; its log goes to a temporary file."""
+
+    def __init__(self, binary: Path, args: list[str], *, timeout: float = 120) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile(prefix="specterm-llama-server-", suffix=".log", delete=False)
+        cmd = [str(binary), "--host", "127.0.0.1", "--port", str(self.port), "-np", "1", *args]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited ({self.proc.returncode}): {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        self.close()
+        raise RuntimeError(f"llama-server not ready after {timeout:.0f} s: {self.log_tail()}")
+
+    def complete(self, prompt: list[int], n_predict: int, timeout: float = 600) -> Timing:
+        body = json.dumps({"prompt": prompt, "n_predict": n_predict, "temperature": 0.0, "top_k": 1,
+                           "seed": 0, "cache_prompt": True, "stream": False}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            data = json.loads(r.read())
+        t = data.get("timings", {})
+        return Timing(int(t.get("predicted_n", 0)), float(t.get("predicted_per_second", 0.0)),
+                      int(t.get("draft_n", 0)), int(t.get("draft_n_accepted", 0)))
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], list[str], str]:
+    """(common, speculative-only) llama-server flags for this pair, and a description."""
+    t = settings.target
+    threads = t.threads or max(1, os.cpu_count() or 2)
+    common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(threads),
+              "-ngl", str(t.gpu_layers if t.gpu_layers >= 0 else 999), "--no-warmup"]
+    sp = settings.speculative
+    if settings.draft.kind == "model" and settings.draft.model is not None:
+        d = settings.draft.model
+        spec = ["--spec-type", "draft-simple", "-md", d.path, "-td", str(threads),
+                "--spec-draft-n-max", str(sp.draft_max),
+                "--spec-draft-n-min", "0", "--spec-draft-p-min", str(sp.p_min),
+                "-ngld", str(d.gpu_layers if d.gpu_layers >= 0 else 999)]
+        what = (f"llama-server --spec-type draft-simple -md {Path(d.path).name}, draft max {sp.draft_max}, "
+                f"p_min {sp.p_min}")
+    else:
+        spec = ["--spec-type", NGRAM_TYPE]
+        what = f"llama-server --spec-type {NGRAM_TYPE}"
+    return common, spec, what
+
+
+def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple[str, str, list[int], int]],
+            specterm_speedups: dict[str, float | None], *, repeat: int = 1,
+            on_progress: ProgressFn | None = None) -> dict:
+    """Plain and speculative llama-server on each (name, kind, prompt ids, tokens to generate).
+
+    Returns the JSON section of the bench report; {"skipped": why} when the binaries are absent,
+    the draft kind has no llama.cpp counterpart, or a server fails."""
+    show = on_progress or (lambda msg, done, total: None)
+    folder = binaries_dir()
+    if folder is None:
+        return {"skipped": "llama.cpp binaries not found; build them with bench/build_llama_cpp.sh "
+                "(or set SPECTERM_LLAMA_CPP_BIN)", "program": SERVER}
+    if settings.draft.kind == "none":
+        return {"skipped": "no drafter configured (--draft none): nothing to compare", "program": SERVER}
+    common, spec, what = server_args(settings, target_path)
+    servers: list[Server] = []
+    try:
+        plain_server = Server(folder / SERVER, common)
+        servers.append(plain_server)
+        spec_server = Server(folder / SERVER, [*common, *spec])
+        servers.append(spec_server)
+        rows = []
+        total = len(tasks) * (1 + repeat)
+        done = 0
+        for i, (name, kind, prompt, n_predict) in enumerate(tasks):
+            plain_server.complete(prompt, n_predict)  # warm-up: prompt in the cache, pages touched
+            spec_server.complete(prompt, n_predict)
+            done += 1
+            show(f"{name}: warm-up", done, total)
+            plain_runs: list[Timing] = []
+            spec_runs: list[Timing] = []
+            for r in range(repeat):
+                order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
+                for srv in order:
+                    (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
+                done += 1
+                show(f"{name} ({r + 1}/{repeat})", done, total)
+            p_tps = _pooled_tps(plain_runs)
+            s_tps = _pooled_tps(spec_runs)
+            drafted = sum(t.drafted for t in spec_runs)
+            accepted = sum(t.accepted for t in spec_runs)
+            speedup = s_tps / p_tps if p_tps and s_tps else None
+            mine = specterm_speedups.get(name)
+            rows.append({"name": name, "kind": kind, "tokens": n_predict, "plain_tps": _r(p_tps),
+                         "spec_tps": _r(s_tps), "speedup": _r(speedup),
+                         "acceptance": _r(accepted / drafted) if drafted else None,
+                         "num_draft_tokens": drafted, "num_accepted_tokens": accepted,
+                         "specterm_speedup": mine,
+                         "ratio": _r(mine / speedup) if mine and speedup else None})
+    except (RuntimeError, OSError, urllib.error.URLError, ValueError) as err:
+        return {"skipped": f"llama-server failed: {err}", "program": what}
+    finally:
+        for srv in servers:
+            srv.close()
+    return {"program": what, "binaries": str(folder), "repeat": repeat, "tasks": rows,
+            "speedup": _r(geometric_mean(r["speedup"] for r in rows)),
+            "specterm_speedup": _r(geometric_mean(r["specterm_speedup"] for r in rows)),
+            "ratio": _r(geometric_mean(r["ratio"] for r in rows))}
+
+
+def _pooled_tps(runs: list[Timing]) -> float | None:
+    """Tokens over time, pooled over the runs (each run's time = tokens / its tokens per second)."""
+    secs = sum(t.tokens / t.tps for t in runs if t.tps > 0)
+    toks = sum(t.tokens for t in runs if t.tps > 0)
+    return toks / secs if secs > 0 else None
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
