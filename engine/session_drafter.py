@@ -102,6 +102,10 @@ class SessionDrafter:
         self._accepted = self._accepted * _DECAY + n_accepted
         self._last = 0
 
+    def discard(self) -> None:
+        """The latest draft was not sent (a hybrid chose another): it counts neither way."""
+        self._last = 0
+
     def rewind(self, n_keep: int) -> None:
         if n_keep < len(self._seen):
             self._seen = []

@@ -26,7 +26,10 @@ _SEP = -1  # between documents: no n-gram and no continuation crosses it
 _EMPTY = 0  # a free table slot (position 0 holds the first separator and is never a hit)
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing
 _BASE = np.uint64(1_000_003)
+_M64 = (1 << 64) - 1
+_POS_MAX = 2**31 - 1  # positions are int32
 _MATCH_MAX = 32  # a match is extended backwards up to this many tokens
+_SMALL = 16  # appends up to this many tokens are indexed in plain Python (numpy's per-call cost)
 DEFAULT_NGRAMS = (1, 2, 3, 4, 6, 8)
 
 
@@ -36,7 +39,7 @@ class Candidate:
 
     match_len: int
     position: int  # where the continuation starts (larger: more recent)
-    continuation: np.ndarray
+    continuation: list[int]
 
 
 class NgramIndex:
@@ -72,6 +75,7 @@ class NgramIndex:
         self._ring[0] = _SEP
         self.end = 1  # next position to write; position 0 is a separator
         self._tail = np.empty(0, dtype=np.int32)  # the current document's last tokens
+        self._tail_list: list[int] = []
 
     # -- writing ---------------------------------------------------------------------------------
     def add_document(self, tokens) -> None:
@@ -79,6 +83,7 @@ class NgramIndex:
         if self.end > 1 and self._ring[(self.end - 1) % self.capacity] != _SEP:
             self._write(np.asarray([_SEP], dtype=np.int32))
         self._tail = np.empty(0, dtype=np.int32)
+        self._tail_list = []
         self.extend(tokens)
 
     def extend(self, tokens) -> None:
@@ -90,10 +95,14 @@ class NgramIndex:
         if arr.size >= self.capacity:
             arr = arr[-(self.capacity - 1):]
             self._tail = np.empty(0, dtype=np.int32)
-        if self.end + arr.size >= np.iinfo(np.int32).max:  # positions would overflow: start over
+            self._tail_list = []
+        if self.end + arr.size >= _POS_MAX:  # positions would overflow: start over
             self.clear()
         start = self.end
         self._write(arr)
+        if arr.size <= _SMALL:
+            self._extend_small(arr.tolist(), start)
+            return
         ctx = np.concatenate([self._tail, arr])
         first = self._tail.size  # ctx[first + i] is at position start + i
         hashes = ctx.astype(np.uint64)
@@ -112,6 +121,29 @@ class NgramIndex:
             self._table[self._bucket(h, n), pos % self.ways] = pos.astype(np.int32)
         keep = max(self.ngrams) + _MATCH_MAX
         self._tail = ctx[-keep:].copy()
+        self._tail_list = self._tail.tolist()
+
+    def _extend_small(self, new: list[int], start: int) -> None:
+        """`extend` for a few tokens (what one decoding pass emits), without numpy calls."""
+        ctx = self._tail_list + new
+        first = len(self._tail_list)
+        table, ways = self._table, self.ways
+        for i in range(len(new) + 1):
+            p = start + i
+            j = first + i  # ctx[:j] precedes position p
+            for n in self.ngrams:
+                if n > j:
+                    break
+                table[self._bucket_py(ctx[j - n : j], n), p % ways] = p
+        keep = max(self.ngrams) + _MATCH_MAX
+        self._tail_list = ctx[-keep:]
+        self._tail = np.asarray(self._tail_list, dtype=np.int32)
+
+    def _bucket_py(self, gram: list[int], n: int) -> int:
+        h = 0
+        for t in gram:
+            h = (h * 1_000_003 + t) & _M64
+        return (((h ^ (n * 0x632BE59BD9B4E019 & _M64)) * 0x9E3779B97F4A7C15) & _M64) >> (64 - self._bits)
 
     def _write(self, arr: np.ndarray) -> None:
         i = self.end % self.capacity
@@ -129,43 +161,42 @@ class NgramIndex:
     def _held(self, pos: int) -> bool:
         return self.end - self.capacity < pos < self.end
 
-    def _at(self, lo: int, hi: int) -> np.ndarray:
+    def _at(self, lo: int, hi: int) -> list[int]:
         """Tokens at positions [lo, hi) (all held)."""
         c = self.capacity
-        idx = np.arange(lo, hi) % c
-        return self._ring[idx]
+        a, b = lo % c, hi % c
+        if hi - lo <= 0:
+            return []
+        if a < b:
+            return self._ring[a:b].tolist()
+        return self._ring[a:].tolist() + self._ring[:b].tolist()
 
     def lookup(self, tail, n_max: int, *, min_n: int = 1, limit: int | None = None) -> list[Candidate]:
         """Earlier occurrences of the longest indexed n-gram that ends `tail`, each with its
         match length (extended backwards) and up to n_max following tokens (the text's own tail,
         whose continuation is not known yet, is never one)."""
-        tail = list(tail[-(_MATCH_MAX):])
+        tail = list(tail[-_MATCH_MAX:])
         found: list[Candidate] = []
         for n in reversed(self.ngrams):
             if n < min_n or n > len(tail):
                 continue
-            key = np.asarray(tail[-n:], dtype=np.uint64)
-            h = np.zeros(1, dtype=np.uint64)
-            for t in key:
-                h = h * _BASE + t
-            row = self._table[int(self._bucket(h, n)[0])]
+            gram = tail[-n:]
+            row = self._table[self._bucket_py(gram, n)].tolist()
             seen = set()
-            for p in row.tolist():
+            for p in row:
                 if p == _EMPTY or p in seen or not self._held(p - n) or not self._held(p):
                     continue
                 seen.add(p)
-                if self._at(p - n, p).tolist() != tail[-n:]:
+                if self._at(p - n, p) != gram:
                     continue  # a collision, or overwritten text
-                m = self._match_len(tail, p)
                 hi = min(p + n_max, self.end)
                 if limit is not None:
                     hi = min(hi, limit)
-                cont = self._at(p, hi) if hi > p else np.empty(0, dtype=np.int32)
-                cut = np.flatnonzero(cont == _SEP)
-                if cut.size:
-                    cont = cont[: cut[0]]
-                if cont.size:
-                    found.append(Candidate(m, p, cont))
+                cont = self._at(p, hi)
+                if _SEP in cont:
+                    cont = cont[: cont.index(_SEP)]
+                if cont:
+                    found.append(Candidate(self._match_len(tail, p), p, cont))
             if found:
                 return found
         return found
@@ -173,12 +204,13 @@ class NgramIndex:
     def _match_len(self, tail: list[int], p: int) -> int:
         """How many tokens before p equal the end of `tail` (at most len(tail))."""
         lo = max(p - len(tail), self.end - self.capacity + 1, 0)
-        if lo >= p:
-            return 0
-        before = self._at(lo, p)[::-1]
-        mine = np.asarray(tail[::-1][: before.size], dtype=np.int32)
-        diff = np.flatnonzero(before != mine)
-        return int(diff[0]) if diff.size else int(before.size)
+        before = self._at(lo, p)
+        m = 0
+        for a, b in zip(reversed(before), reversed(tail)):
+            if a != b:
+                break
+            m += 1
+        return m
 
 
 def best_continuation(cands: list[Candidate], n_max: int) -> tuple[list[int], int]:
@@ -191,14 +223,14 @@ def best_continuation(cands: list[Candidate], n_max: int) -> tuple[list[int], in
         i = len(out)
         votes: dict[int, tuple[float, int]] = {}
         for c in alive:
-            if c.continuation.size > i:
-                tok = int(c.continuation[i])
+            if len(c.continuation) > i:
+                tok = c.continuation[i]
                 w, recent = votes.get(tok, (0.0, -1))
                 votes[tok] = (w + c.match_len, max(recent, c.position))
         if not votes:
             break
         tok = max(votes, key=lambda t: votes[t])
         out.append(tok)
-        alive = [c for c in alive if c.continuation.size > i and int(c.continuation[i]) == tok]
+        alive = [c for c in alive if len(c.continuation) > i and c.continuation[i] == tok]
     match = max((c.match_len for c in alive), default=max((c.match_len for c in cands), default=0))
     return out, match

@@ -397,6 +397,9 @@ class RemoteEngine:
             ),
         )
 
+    async def remember(self, text: str) -> None:
+        pass  # the server keeps whatever memory it has (llama-server's ngram-mod: its own requests)
+
     # -- HTTP plumbing --------------------------------------------------------------------------------
 
     def _key_hint(self) -> str:
