@@ -144,3 +144,10 @@ class HybridDrafter:
     def close(self) -> None:
         self.session.close()
         self.model_drafter.close()
+
+
+def session_drafter(drafter) -> SessionDrafter | None:
+    """The session drafter inside `drafter` (itself, or a hybrid's), if any."""
+    if isinstance(drafter, SessionDrafter):
+        return drafter
+    return drafter.session if isinstance(drafter, HybridDrafter) else None

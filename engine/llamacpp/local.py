@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from ..hybrid_drafter import HybridDrafter
+from ..hybrid_drafter import HybridDrafter, session_drafter
 from ..session_drafter import SessionDrafter
 from ..errors import EngineError, ModelLoadError
 from ..fim import InlineStops, build_fim_prompt, finish_completion
@@ -79,13 +79,6 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         return HybridDrafter(SessionDrafter(draft.session_mb), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
-
-
-def session_drafter(drafter: Drafter) -> SessionDrafter | None:
-    """The session drafter inside `drafter` (itself, or a hybrid's), if any."""
-    if isinstance(drafter, SessionDrafter):
-        return drafter
-    return getattr(drafter, "session", None) if isinstance(drafter, HybridDrafter) else None
 
 
 @dataclass
