@@ -375,6 +375,8 @@ class SpectermApp(App[int]):
         editor.move_cursor((0, 0))
         editor.focus()
         self._update_watch()
+        if self.engine is not None and self.engine_ready.is_set() and text_file.text:
+            await self.engine.remember(text_file.text)  # the session drafter's memory (queued)
         return editor
 
     def _tab_label(self, open_file: OpenFile) -> str:
