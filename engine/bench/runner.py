@@ -323,12 +323,16 @@ class Bench:
         if drafter is None:
             return
         drafter.clear_memory()
+        for tokens in self.context_ids(task):
+            drafter.remember(tokens)
+
+    def context_ids(self, task: BenchTask) -> list[list[int]]:
+        """The task's context, tokenized once (the llama-server comparison sends the same ids)."""
         ids = self._context_ids.get(task.name)
         if ids is None:
             ids = [self.engine.target.tokenize(text, add_special=False) for text in task.context]
             self._context_ids[task.name] = ids
-        for tokens in ids:
-            drafter.remember(tokens)
+        return ids
 
     def _run(self, task: BenchTask, fixed_draft: int | None, on_stats=None) -> Run:
         self._prime_session(task)
