@@ -107,17 +107,18 @@ class NgramIndex:
         first = self._tail.size  # ctx[first + i] is at position start + i
         hashes = ctx.astype(np.uint64)
         for n in self.ngrams:
-            # positions p (continuation starts) with n tokens of this document before them:
-            # p = start + i for i in [max(0, n - first), arr.size]; i == arr.size is the end.
+            # positions p (continuation starts) with n tokens of this document before them and a
+            # known continuation: p = start + i for i in [max(0, n - first), arr.size); the new
+            # end is indexed by the next append (its i == 0), so it never takes an older slot.
             lo = max(0, n - first)
-            if lo > arr.size:
+            if lo >= arr.size:
                 continue
-            count = arr.size + 1 - lo
+            count = arr.size - lo
             h = np.zeros(count, dtype=np.uint64)
             base = first + lo - n  # ctx index of the first token of the first n-gram
             for k in range(n):
                 h = h * _BASE + hashes[base + k : base + k + count]
-            pos = np.arange(start + lo, start + arr.size + 1, dtype=np.int64)
+            pos = np.arange(start + lo, start + arr.size, dtype=np.int64)
             self._table[self._bucket(h, n), pos % self.ways] = pos.astype(np.int32)
         keep = max(self.ngrams) + _MATCH_MAX
         self._tail = ctx[-keep:].copy()
@@ -127,14 +128,15 @@ class NgramIndex:
         """`extend` for a few tokens (what one decoding pass emits), without numpy calls."""
         ctx = self._tail_list + new
         first = len(self._tail_list)
-        table, ways = self._table, self.ways
-        for i in range(len(new) + 1):
+        table = self._table
+        for i in range(len(new)):  # as in `extend`: the new end waits for the next append
             p = start + i
             j = first + i  # ctx[:j] precedes position p
             for n in self.ngrams:
                 if n > j:
                     break
-                table[self._bucket_py(ctx[j - n : j], n), p % ways] = p
+                row = table[self._bucket_py(ctx[j - n : j], n)]
+                row[int(row.argmin())] = p  # the oldest entry (or a free one) makes room
         keep = max(self.ngrams) + _MATCH_MAX
         self._tail_list = ctx[-keep:]
         self._tail = np.asarray(self._tail_list, dtype=np.int32)
