@@ -47,6 +47,8 @@ class Draft:
     # after drafting was off or a new prompt, a cost of turning drafting on.
     catchup_s: float = 0.0
     catchup_tokens: int = 0
+    # Which drafter proposed each token (a hybrid mixes them); None: the drafter's own kind.
+    sources: list[str] | None = None
 
 
 class Drafter(Protocol):

@@ -29,5 +29,9 @@ class Engine(Protocol):
     async def set_drafter(self, draft: DraftSettings) -> None:
         """Switch the drafter at run time (model, lookup, none)."""
 
+    async def remember(self, text: str) -> None:
+        """Let a session drafter index text the session saw (an opened file, an answer); a no-op
+        for engines without one. Indexing runs on the engine's worker, never on the caller."""
+
     async def close(self) -> None:
         """Free models and stop the worker."""

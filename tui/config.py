@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
-DRAFT_KEYWORDS = ("lookup", "none")
+DRAFT_KEYWORDS = ("session", "lookup", "none")
 COMMAND_LINE = "the command line"
 BUILTIN_LABEL = "built-in defaults"
 
@@ -64,7 +64,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class ModelConfig:
     target: str  # absolute path to a GGUF, or "demo"
-    draft: str  # absolute path to a GGUF, "lookup" or "none"
+    draft: str  # absolute path to a GGUF, "session", "lookup" or "none"
     gpu_layers: int
     draft_gpu_layers: int
     ctx: int
@@ -85,6 +85,12 @@ class SpeculativeConfig:
     adaptive: bool
     ngram_min: int
     ngram_max: int
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    hybrid: bool
+    session_mb: int
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,7 @@ class EngineConfig:
 SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "speculative": SpeculativeConfig,
+    "draft": DraftConfig,
     "sampling": SamplingConfig,
     "completion": CompletionConfig,
     "chat": ChatConfig,
@@ -187,6 +194,7 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "speculative.p_min": _between(0.0, 1.0),
     "speculative.ngram_min": _at_least(1),
     "speculative.ngram_max": _at_least(1),
+    "draft.session_mb": _at_least(1),
     "sampling.temperature": _at_least(0.0),
     "sampling.top_k": _at_least(0),
     "sampling.top_p": _between(0.0, 1.0),
@@ -226,6 +234,7 @@ class Settings:
 
     model: ModelConfig
     speculative: SpeculativeConfig
+    draft: DraftConfig
     sampling: SamplingConfig
     completion: CompletionConfig
     chat: ChatConfig
@@ -272,11 +281,13 @@ class Settings:
             mmap=m.mmap,
             mlock=m.mlock,
         )
+        d = self.draft
         if m.draft in DRAFT_KEYWORDS:
-            draft = DraftSettings(kind=m.draft)  # type: ignore[arg-type]
+            draft = DraftSettings(kind=m.draft, session_mb=d.session_mb)  # type: ignore[arg-type]
         else:
             draft = DraftSettings(
-                kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers)
+                kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers),
+                hybrid=d.hybrid, session_mb=d.session_mb,
             )
         s = self.speculative
         return EngineSettings(

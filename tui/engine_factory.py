@@ -16,6 +16,7 @@ from .config import Settings
 if TYPE_CHECKING:
     from specterm.engine.llamacpp.local import LocalEngine
     from specterm.engine.protocol import Engine
+    from specterm.engine.settings import EngineSettings
     from specterm.engine.remote.engine import RemoteEngine
 
 ProgressFn = Callable[[str, float], None]
@@ -29,10 +30,14 @@ def make_engine(settings: Settings, *, on_progress: ProgressFn | None = None) ->
     return make_local_engine(settings, on_progress=on_progress)
 
 
-def make_local_engine(settings: Settings, *, on_progress: ProgressFn | None = None) -> "LocalEngine":
+def make_local_engine(
+    settings: Settings, *, on_progress: ProgressFn | None = None, engine_settings: "EngineSettings | None" = None
+) -> "LocalEngine":
+    """The in-process llama.cpp engine; `engine_settings` replaces the configured models (the bench's
+    regimes run on derived copies of the configured target)."""
     from specterm.engine.llamacpp.local import LocalEngine  # loads llama.cpp
 
-    return LocalEngine(settings.engine_settings(), on_progress=on_progress)
+    return LocalEngine(engine_settings or settings.engine_settings(), on_progress=on_progress)
 
 
 def make_remote_engine(settings: Settings) -> "RemoteEngine":

@@ -35,6 +35,9 @@ from .theory import geometric_mean
 ProgressFn = Callable[[str, int, int], None]
 SERVER = "llama-server"
 NGRAM_TYPE = "ngram-simple"  # llama.cpp's per-request lookup (ngram-mod also remembers earlier answers)
+# The session drafter's counterpart: one hash table shared by every request. It cannot be cleared
+# between runs, so it also remembers the task's warm-up and earlier runs (specterm's does not).
+SESSION_NGRAM_TYPE = "ngram-mod"
 
 
 def binaries_dir() -> Path | None:
@@ -132,15 +135,18 @@ def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], 
         what = (f"llama-server --spec-type draft-simple -md {Path(d.path).name}, draft max {sp.draft_max}, "
                 f"p_min {sp.p_min}")
     else:
-        spec = ["--spec-type", NGRAM_TYPE]
-        what = f"llama-server --spec-type {NGRAM_TYPE}"
+        kind = SESSION_NGRAM_TYPE if settings.draft.kind == "session" else NGRAM_TYPE
+        spec = ["--spec-type", kind]
+        what = f"llama-server --spec-type {kind}"
     return common, spec, what
 
 
-def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple[str, str, list[int], int]],
+def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
             specterm_speedups: dict[str, float | None], *, repeat: int = 1,
             on_progress: ProgressFn | None = None) -> dict:
-    """Plain and speculative llama-server on each (name, kind, prompt ids, tokens to generate).
+    """Plain and speculative llama-server on each (name, kind, prompt ids, tokens to generate[,
+    context ids]); each context text goes first as an earlier request (one token generated), as
+    the session saw it before the task.
 
     Returns the JSON section of the bench report; {"skipped": why} when the binaries are absent,
     the draft kind has no llama.cpp counterpart, or a server fails."""
@@ -161,7 +167,10 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple[st
         rows = []
         total = len(tasks) * (1 + repeat)
         done = 0
-        for i, (name, kind, prompt, n_predict) in enumerate(tasks):
+        for i, (name, kind, prompt, n_predict, *rest) in enumerate(tasks):
+            for earlier in (rest[0] if rest else []):
+                for srv in servers:
+                    srv.complete(earlier, 1)
             plain_server.complete(prompt, n_predict)  # warm-up: prompt in the cache, pages touched
             spec_server.complete(prompt, n_predict)
             done += 1

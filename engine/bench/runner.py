@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..hybrid_drafter import session_drafter
 from ..stats import Stats
 from .costs import CostMeter, Costs, pooled_costs
 from .tasks import BenchTask
@@ -311,9 +312,30 @@ class Bench:
         self._sizes: Sequence[int] = range(1, 2)
         self._meters: dict[int, CostMeter] = {}  # by context-length bucket (see _costs_at)
         self.prompts: dict[str, tuple[list[int], int]] = {}  # task name -> (prompt ids, plain tokens)
+        self._context_ids: dict[str, list[list[int]]] = {}  # task name -> its context, tokenized
 
     # -- one run -----------------------------------------------------------------------------------
+    def _prime_session(self, task: BenchTask) -> None:
+        """A session drafter's memory holds exactly the task's context when a run starts: what the
+        session saw before the task (never part of the prompt), and nothing an earlier run of the
+        task wrote (every run remembers its output)."""
+        drafter = session_drafter(self.engine.decoder.drafter)
+        if drafter is None:
+            return
+        drafter.clear_memory()
+        for tokens in self.context_ids(task):
+            drafter.remember(tokens)
+
+    def context_ids(self, task: BenchTask) -> list[list[int]]:
+        """The task's context, tokenized once (the llama-server comparison sends the same ids)."""
+        ids = self._context_ids.get(task.name)
+        if ids is None:
+            ids = [self.engine.target.tokenize(text, add_special=False) for text in task.context]
+            self._context_ids[task.name] = ids
+        return ids
+
     def _run(self, task: BenchTask, fixed_draft: int | None, on_stats=None) -> Run:
+        self._prime_session(task)
         result = self.engine.run(task.request, fixed_draft=fixed_draft, on_stats=on_stats)
         return Run(result.stats, result.tokens, result.reason)
 

@@ -20,8 +20,8 @@ class BenchTask:
     kind: str  # "completion" | "continuation" | "edit" | "chat" | "fim"
     request: Request
     source: str | None = None  # FIM tasks: FILE:LINE:COL of the cursor (1-based); tasks files: FILE:LINE
-    # Tasks files: text the user had open around the task (other files, earlier answers). Kept for a
-    # session drafter to draw on; the bench does not feed it to any drafter yet.
+    # Tasks files: text the session saw before the task (other files, earlier answers). The bench
+    # feeds it to a session drafter's memory before every run, never into the prompt.
     context: tuple[str, ...] = ()
 
     def describe(self) -> dict:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
+from ..hybrid_drafter import HybridDrafter, session_drafter
+from ..session_drafter import SessionDrafter
 from ..errors import EngineError, ModelLoadError
 from ..completion import InlineStops, finish_completion
 from .fim_prompt import build_fim_prompt
@@ -61,6 +63,8 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         return NoDrafter()
     if draft.kind == "lookup":
         return LookupDrafter(*ngram)
+    if draft.kind == "session":
+        return SessionDrafter(draft.session_mb)
     if draft.kind == "model":
         if draft.model is None:
             raise ModelLoadError("The draft kind is 'model' but no draft model path is set.",
@@ -72,8 +76,10 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
             check_pair(target, vocab)
         finally:
             vocab.close()
-        return ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min)
-    raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.", hint="Use a GGUF path, 'lookup' or 'none'.")
+        model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min)
+        return HybridDrafter(SessionDrafter(draft.session_mb), model) if draft.hybrid else model
+    raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
+                         hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
 
 
 @dataclass
@@ -130,7 +136,8 @@ class LocalEngine:
     def _update_info(self, drafter: Drafter) -> None:
         t = self.target
         assert t is not None
-        draft_layers = drafter.model.gpu_layers if isinstance(drafter, ModelDrafter) else 0
+        model_drafter = drafter.model_drafter if isinstance(drafter, HybridDrafter) else drafter
+        draft_layers = model_drafter.model.gpu_layers if isinstance(model_drafter, ModelDrafter) else 0
         self.info = EngineInfo(
             target_name=t.name,
             draft_name=drafter.name,
@@ -194,6 +201,23 @@ class LocalEngine:
             self._update_info(new)
 
         await self._call(switch)
+
+    async def remember(self, text: str) -> None:
+        """Queue `text` for the session drafter's index, on the worker: the caller (a keystroke, a
+        file opening) never waits for tokenizing or indexing, only for the queue."""
+        if text and self.decoder is not None and session_drafter(self.decoder.drafter) is not None:
+            self._jobs.put(lambda: self.remember_sync(text))
+
+    def remember_sync(self, text: str | list[int]) -> None:
+        """Index a text (or token ids) the session saw, on the calling thread (the worker; the
+        bench between runs)."""
+        if self.decoder is None or self.target is None:
+            return
+        drafter = session_drafter(self.decoder.drafter)
+        if drafter is None:
+            return
+        tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
+        drafter.remember(tokens)
 
     def session_stats(self) -> Stats:
         with self._lock:
@@ -360,6 +384,8 @@ class LocalEngine:
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
         )
         result = self.decoder.generate(job)
+        # What the model wrote is part of the session: a later answer or edit may repeat it.
+        self.remember_sync(result.tokens)
         if isinstance(request, CompletionRequest):
             result = replace(result, text=finish_completion(result.text, request))
         return result

@@ -187,6 +187,9 @@ class RemoteEngine:
             ),
         )
 
+    async def remember(self, text: str) -> None:
+        pass  # the server keeps whatever memory it has (llama-server's ngram-mod: its own requests)
+
     # -- the prompt budget ------------------------------------------------------------------------
 
     async def count_tokens(self, text: str) -> int:

@@ -249,7 +249,7 @@ def compare_with_llama_cpp(bench, data: dict, engine_settings, tasks, args, prog
         from specterm.engine.llamacpp.demo import demo_model_path
 
         target = demo_model_path()
-    jobs = [(t.name, t.kind, *bench.prompts[t.name]) for t in tasks if t.name in bench.prompts]
+    jobs = [(t.name, t.kind, *bench.prompts[t.name], bench.context_ids(t)) for t in tasks if t.name in bench.prompts]
     mine = {t["name"]: t["speedup"] for t in data["tasks"]}
     result = compare(engine_settings, target, jobs, mine, repeat=args.repeat, on_progress=show)
     progress.clear()

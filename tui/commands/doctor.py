@@ -122,6 +122,9 @@ def _speculation(settings: Settings, report: PairReport) -> str:
     line = f"up to {sp.draft_max} draft tokens per target pass, {how}"
     if report.draft_kind == "model":
         line += f"; draft stops below p = {sp.p_min}"
+        if settings.draft.hybrid:
+            line += ("; hybrid: the session memory's free guess beside the model, the better guess each "
+                     "pass (share by drafter in --json stats and the stats screen)")
     t = settings.sampling.temperature
     return line + (f"; sampling at temperature {t}" if t > 0 else "; greedy")
 
@@ -146,6 +149,9 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         _model_block(out, title, report.target, report.gpu_offload_supported, settings.origin("model.target"))
     if report.draft is not None:
         _model_block(out, "Draft", report.draft, report.gpu_offload_supported, settings.origin("model.draft"))
+    elif report.draft_kind == "session":
+        out.write(f"{'Draft':<14}session memory (n-grams from the prompt, the output, files opened and "
+                  "earlier answers; no model)\n")
     elif report.draft_kind == "lookup":
         out.write(f"{'Draft':<14}prompt lookup (n-grams from the prompt and the output; no model)\n")
     else:

@@ -44,6 +44,9 @@ def summary(stats: Stats) -> str:
         f"tokens per pass {tpp:.2f}" if tpp is not None else "tokens per pass –",
         f"speed {tps:.1f} tok/s" if tps is not None else "speed –",
     ]
+    if stats.accepted_by_drafter:  # which drafter produced the accepted tokens
+        lines.append("accepted by drafter   " + "   ".join(
+            f"{k} {stats.accepted_by_drafter[k]} ({v:.0%})" for k, v in stats.drafter_share.items()))
     if not stats.drafting:
         lines.append("drafting is off: it did not pay on this hardware; it is retried now and then")
     return "\n".join(lines)

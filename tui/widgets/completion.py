@@ -75,6 +75,12 @@ class Completer:
     def ready(self) -> bool:
         return self.engine is not None
 
+    async def remember(self, text: str) -> None:
+        """Give a text the session saw (a file just opened) to the engine's session memory; before
+        the engine has started there is nothing to feed."""
+        if self.engine is not None and text:
+            await self.engine.remember(text)
+
     def new_request_id(self) -> int:
         self._next_id += 1
         return self._next_id

@@ -185,6 +185,7 @@ class EditorTabs(Vertical):
         editor.move_cursor((0, 0))
         self.focus_editor(editor)
         self.post_message(self.FilesChanged())
+        await self.completer.remember(text_file.text)  # the session drafter's memory (queued)
         return editor
 
     def focus_editor(self, editor: CodeEditor) -> None:

@@ -143,6 +143,9 @@ class StatusBar(Static):
                 f"{tps:.1f} tok/s" if tps is not None else "– tok/s",
                 draft, m.state, state,
             ]
+            share = getattr(m.session, "drafter_share", None) or {}
+            if len(share) > 1:  # a hybrid: which drafter produced the accepted tokens
+                figures.insert(1, " ".join(f"{k} {v:.0%}" for k, v in share.items()))
         else:  # 80 columns: the same figures, abbreviated
             figures = [
                 f"acc {acc_last}/{acc_session}" if acc.startswith("acc ") else "acc n/a",

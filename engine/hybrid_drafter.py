@@ -1,0 +1,153 @@
+"""The hybrid drafter: the session drafter's free guess and a draft model's paid one, the better
+of the two each pass (or the free guess extended by the model).
+
+The controller picks k with the acceptance and costs it measures for the pair; this drafter then
+chooses what fills those k tokens. It asks the session drafter first (microseconds), and compares
+the expected tokens per second of three proposals with the same cost model the controller uses
+(shared with it, never copied): the session's guess alone (verifying costs t_v(L+1)), the model's
+k tokens (k * t_d + t_v(k+1)), and the session's guess extended by the model up to k. Acceptance
+is measured per source, so a session drafter that keeps guessing wrong stops being chosen, and a
+free guess that holds saves the draft model's time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .controller import CostModel
+from .drafters import Draft, ModelDrafter
+from .session_drafter import SessionDrafter
+
+_DECAY = 0.9  # per-draft decay of each source's acceptance evidence
+_PRIOR_DRAFT = 0.5  # a draft token's cost in t1 until measured (as the controller assumes)
+
+
+class _Acceptance:
+    """Decayed per-token acceptance of one source (Laplace prior 1/2)."""
+
+    def __init__(self) -> None:
+        self.accepted = 0.0
+        self.drafted = 0.0
+
+    @property
+    def rate(self) -> float:
+        return (self.accepted + 1.0) / (self.drafted + 2.0)
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        if drafted:
+            self.accepted = self.accepted * _DECAY + accepted
+            self.drafted = self.drafted * _DECAY + drafted
+
+
+def _combine_q(guess: list[int], more: Draft) -> list[np.ndarray] | None:
+    """Proposal distributions for a session guess followed by model tokens: the session's are
+    point masses (one-hot rows: rejection sampling then accepts x with p(x), as for lookup)."""
+    if not more.q:
+        return None
+    head = []
+    for tok in guess:
+        row = np.zeros_like(more.q[0])
+        row[tok] = 1.0
+        head.append(row)
+    return head + list(more.q)
+
+
+def expected_tokens(rates: list[float]) -> float:
+    """Tokens a pass yields when draft token i holds with probability rates[i] given the ones
+    before it held: 1 (the target's own token) + the expected accepted prefix."""
+    total, p = 1.0, 1.0
+    for r in rates:
+        p *= r
+        total += p
+    return total
+
+
+class HybridDrafter:
+    kind = "hybrid"
+
+    def __init__(self, session: SessionDrafter, model_drafter: ModelDrafter,
+                 costs: CostModel | None = None) -> None:
+        self.session = session
+        self.model_drafter = model_drafter
+        self.name = f"session+{model_drafter.name}"
+        self.costs = costs if costs is not None else CostModel()  # the controller shares it
+        self._acc = {"session": _Acceptance(), "model": _Acceptance()}
+        self._base = 0  # len(history) at the latest draft
+        self._split: tuple[int, int] = (0, 0)  # (session tokens, model tokens) of the latest draft
+
+    # -- choosing --------------------------------------------------------------------------------
+    def _rate(self, n_session: int, n_model: int) -> float:
+        c = self.costs
+        t1 = c.verify.get(1) or 1.0
+        td = c.draft_token if c.draft_token is not None else _PRIOR_DRAFT * t1
+        n = n_session + n_model
+        tv = c.t_verify(n + 1) or t1 * (1.0 + 0.5 * n)
+        rates = [self._acc["session"].rate] * n_session + [self._acc["model"].rate] * n_model
+        return expected_tokens(rates) / (n_model * td + tv)
+
+    def choose(self, n_session: int, k: int) -> tuple[int, int]:
+        """(session tokens, model tokens) to propose, from a session guess of n_session tokens
+        and the controller's length k."""
+        options = [(0, k)]
+        if n_session:
+            options.append((n_session, 0))
+            if n_session < k:
+                options.append((n_session, k - n_session))
+        return max(options, key=lambda o: self._rate(*o))
+
+    # -- drafter verbs ---------------------------------------------------------------------------
+    def begin(self, prompt: list[int]) -> None:
+        self.session.begin(prompt)
+        self.model_drafter.begin(prompt)
+
+    def lag(self, history: list[int]) -> int:
+        return self.model_drafter.lag(history)
+
+    def draft(self, history, n_max, sampling, rng) -> Draft:
+        t0 = time.perf_counter()
+        self._base = len(history)
+        guess = self.session.draft(history, n_max, sampling, rng)
+        n_s, n_m = self.choose(len(guess.tokens), n_max)
+        if not n_s:
+            self.session.discard()
+        out = Draft(tokens=list(guess.tokens[:n_s]))
+        if n_m:
+            more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng)
+            out.tokens += more.tokens
+            out.q = _combine_q(out.tokens[:n_s], more)
+            out.catchup_s, out.catchup_tokens = more.catchup_s, more.catchup_tokens
+        self._split = (n_s, len(out.tokens) - n_s)
+        out.sources = ["session"] * n_s + ["model"] * self._split[1]
+        out.time_s = time.perf_counter() - t0
+        return out
+
+    def accept(self, n_accepted: int) -> None:
+        n_s, n_m = self._split
+        if n_s:
+            self.session.accept(min(n_accepted, n_s))
+        self._acc["session"].observe(n_s, min(n_accepted, n_s))
+        self._acc["model"].observe(n_m, max(0, n_accepted - n_s))
+        if n_m:
+            self.model_drafter.rewind(self._base + n_accepted)
+        self._split = (0, 0)
+
+    def rewind(self, n_keep: int) -> None:
+        self.session.rewind(n_keep)
+        self.model_drafter.rewind(n_keep)
+
+    def forget(self) -> None:
+        self.session.forget()
+        self.model_drafter.forget()
+
+    def close(self) -> None:
+        self.session.close()
+        self.model_drafter.close()
+
+
+def session_drafter(drafter) -> SessionDrafter | None:
+    """The session drafter inside `drafter` (itself, or a hybrid's), if any."""
+    if isinstance(drafter, SessionDrafter):
+        return drafter
+    return drafter.session if isinstance(drafter, HybridDrafter) else None

@@ -1,0 +1,117 @@
+"""The session drafter: prompt lookup that remembers the session.
+
+Two n-gram indexes (engine/session_index.py): one over the current request's prompt and output
+(rebuilt when a new request does not extend the last one: prompt lookup), and one over what the
+session saw before: files the user opened, earlier chat answers and completions. Each draft takes
+the occurrences of the text's tail in both and follows the continuation they agree on most
+(frequency weighted by match length, recency breaking ties). How far it drafts follows the match
+length and the drafter's own measured acceptance (SuffixDecoding's max_spec = factor * match_len,
+the factor growing with acceptance); the controller still picks the length it asks for.
+
+It is free to run (microseconds of numpy), so the controller treats it as prompt lookup. The
+session index lives in memory only, bounded by `memory_bytes`; feeding it (`remember`) happens on
+the engine's worker thread, between requests, never on a keystroke.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from .drafters import Draft, common_prefix
+from .session_index import NgramIndex, best_continuation
+
+DEFAULT_MEMORY_MB = 32
+_REQUEST_MEMORY = 4 << 20  # the request's own index: prompt + output fit a context window
+_REQUEST_NGRAMS = (1, 2, 3, 4, 6, 8)
+_SESSION_NGRAMS = (2, 3, 4, 6, 8)  # a 1-token match across a whole session is noise
+_DECAY = 0.9  # weight of older drafts in the drafter's own acceptance figure
+_FACTOR_MIN = 1.0  # draft up to factor * match length tokens; factor grows with acceptance ...
+_FACTOR_SPAN = 4.0  # ... up to _FACTOR_MIN + _FACTOR_SPAN at full acceptance
+
+
+class SessionDrafter:
+    """Drafts from the request's text and the session's memory (see the module docstring)."""
+
+    kind = "session"
+    name = "session"
+
+    def __init__(self, memory_mb: float = DEFAULT_MEMORY_MB) -> None:
+        if memory_mb <= 0:
+            raise ValueError(f"the session index needs a positive memory cap, got {memory_mb} MB")
+        session_bytes = max(int(memory_mb * (1 << 20)) - _REQUEST_MEMORY, 1 << 16)
+        self.memory = NgramIndex(session_bytes, ngrams=_SESSION_NGRAMS)
+        self.request = NgramIndex(_REQUEST_MEMORY, ngrams=_REQUEST_NGRAMS)
+        self._seen: list[int] = []  # the request text the request index holds
+        self._drafted = 0.0  # decayed draft tokens / accepted tokens: the drafter's acceptance
+        self._accepted = 0.0
+        self._last = 0
+        self.last_source = ""
+
+    @property
+    def nbytes(self) -> int:
+        return self.memory.nbytes + self.request.nbytes
+
+    @property
+    def acceptance(self) -> float:
+        return (self._accepted + 1.0) / (self._drafted + 2.0)
+
+    # -- the session's memory ---------------------------------------------------------------------
+    def remember(self, tokens: list[int]) -> None:
+        """Index a text the session saw (a file, an answer, a completion) as its own document."""
+        if tokens:
+            self.memory.add_document(tokens)
+
+    def clear_memory(self) -> None:
+        """Forget everything the session fed (bench: each task starts from its own context)."""
+        self.memory.clear()
+
+    # -- drafter verbs ----------------------------------------------------------------------------
+    def begin(self, prompt: list[int]) -> None:
+        pass  # the request index catches up at the first draft (numpy: microseconds per token)
+
+    def lag(self, history: list[int]) -> int:
+        return 0
+
+    def _sync(self, history: list[int]) -> None:
+        keep = common_prefix(self._seen, history)
+        if keep < len(self._seen) or not self._seen:
+            self.request.clear()
+            self.request.add_document(history)
+        else:
+            self.request.extend(history[keep:])
+        self._seen = list(history)
+
+    def draft(self, history, n_max, sampling, rng) -> Draft:
+        t0 = time.perf_counter()
+        out = Draft()
+        if n_max <= 0 or not history:
+            return out
+        self._sync(history)
+        cands = self.request.lookup(history, n_max) + self.memory.lookup(history, n_max, min_n=2)
+        if cands:
+            tokens, match = best_continuation(cands, n_max)
+            factor = _FACTOR_MIN + _FACTOR_SPAN * self.acceptance
+            out.tokens = tokens[: max(1, math.ceil(factor * match))]
+        self._last = len(out.tokens)
+        out.time_s = time.perf_counter() - t0
+        return out
+
+    def accept(self, n_accepted: int) -> None:
+        self._drafted = self._drafted * _DECAY + self._last
+        self._accepted = self._accepted * _DECAY + n_accepted
+        self._last = 0
+
+    def discard(self) -> None:
+        """The latest draft was not sent (a hybrid chose another): it counts neither way."""
+        self._last = 0
+
+    def rewind(self, n_keep: int) -> None:
+        if n_keep < len(self._seen):
+            self._seen = []
+
+    def forget(self) -> None:
+        self._seen = []  # the session's memory is text, not a model's cache: it stays
+
+    def close(self) -> None:
+        pass

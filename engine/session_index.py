@@ -1,0 +1,238 @@
+"""A bounded n-gram index over token text: where did these last few tokens occur before, and what
+followed them?
+
+Why this shape (llama.cpp's ngram-mod and SuffixDecoding, measured on this machine): two fixed
+numpy arrays, allocated once, so the memory bound holds by construction and no Python object is
+created per token:
+
+- a ring of tokens (`capacity` of them; the oldest are overwritten: eviction by age);
+- a hash table of buckets, `ways` positions each, keyed by (n, the n tokens before a position):
+  a bucket keeps the latest occurrences of its n-grams (a position overwrites the slot
+  `position % ways`, so frequent n-grams keep several recent occurrences and a flood of new text
+  evicts old entries).
+
+A hit is verified against the ring, so hash collisions and overwritten text are never proposed.
+Documents (a file, an earlier answer) are separated by a marker that no match or continuation
+crosses. Indexing is vectorised per appended chunk: a whole file costs a few numpy passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_SEP = -1  # between documents: no n-gram and no continuation crosses it
+_EMPTY = 0  # a free table slot (position 0 holds the first separator and is never a hit)
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing
+_BASE = np.uint64(1_000_003)
+_M64 = (1 << 64) - 1
+_POS_MAX = 2**31 - 1  # positions are int32
+_MATCH_MAX = 32  # a match is extended backwards up to this many tokens
+_SMALL = 16  # appends up to this many tokens are indexed in plain Python (numpy's per-call cost)
+DEFAULT_NGRAMS = (1, 2, 3, 4, 6, 8)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One earlier occurrence of the text's tail: how long the match is, what followed it."""
+
+    match_len: int
+    position: int  # where the continuation starts (larger: more recent)
+    continuation: list[int]
+
+
+class NgramIndex:
+    """Fixed-size n-gram -> positions index over a ring of tokens (see the module docstring)."""
+
+    def __init__(self, memory_bytes: int, *, ngrams: tuple[int, ...] = DEFAULT_NGRAMS,
+                 ways: int = 4) -> None:
+        if memory_bytes < 1024:
+            raise ValueError(f"an n-gram index needs at least 1 KiB, got {memory_bytes} bytes")
+        self.ngrams = tuple(sorted(set(n for n in ngrams if n >= 1)))
+        self.ways = max(1, ways)
+        half = memory_bytes // 2
+        self.capacity = max(half // 4, 64)  # int32 tokens
+        buckets = max(half // (4 * self.ways), 16)
+        self._bits = buckets.bit_length() - 1  # a power of two, at most `buckets`
+        # np.zeros maps pages lazily: memory is touched as the index fills, never beyond this.
+        self._ring = np.zeros(self.capacity, dtype=np.int32)
+        self._table = np.zeros((1 << self._bits, self.ways), dtype=np.int32)
+        self.clear()
+
+    @property
+    def nbytes(self) -> int:
+        return self._ring.nbytes + self._table.nbytes
+
+    @property
+    def tokens(self) -> int:
+        """Tokens held now (separators included), at most `capacity`."""
+        return min(self.end, self.capacity)
+
+    def clear(self) -> None:
+        if getattr(self, "end", 1) > 1:
+            self._table.fill(_EMPTY)
+        self._ring[0] = _SEP
+        self.end = 1  # next position to write; position 0 is a separator
+        self._tail = np.empty(0, dtype=np.int32)  # the current document's last tokens
+        self._tail_list: list[int] = []
+
+    # -- writing ---------------------------------------------------------------------------------
+    def add_document(self, tokens) -> None:
+        """Start a new document (a file, an answer) and index its tokens."""
+        if self.end > 1 and self._ring[(self.end - 1) % self.capacity] != _SEP:
+            self._write(np.asarray([_SEP], dtype=np.int32))
+        self._tail = np.empty(0, dtype=np.int32)
+        self._tail_list = []
+        self.extend(tokens)
+
+    def extend(self, tokens) -> None:
+        """Append tokens to the current document, indexing every n-gram that ends before each."""
+        arr = np.asarray(tokens, dtype=np.int32)
+        if arr.size == 0:
+            return
+        # Very long input: only the last `capacity` tokens could stay anyway.
+        if arr.size >= self.capacity:
+            arr = arr[-(self.capacity - 1):]
+            self._tail = np.empty(0, dtype=np.int32)
+            self._tail_list = []
+        if self.end + arr.size >= _POS_MAX:  # positions would overflow: start over
+            self.clear()
+        start = self.end
+        self._write(arr)
+        if arr.size <= _SMALL:
+            self._extend_small(arr.tolist(), start)
+            return
+        ctx = np.concatenate([self._tail, arr])
+        first = self._tail.size  # ctx[first + i] is at position start + i
+        hashes = ctx.astype(np.uint64)
+        for n in self.ngrams:
+            # positions p (continuation starts) with n tokens of this document before them and a
+            # known continuation: p = start + i for i in [max(0, n - first), arr.size); the new
+            # end is indexed by the next append (its i == 0), so it never takes an older slot.
+            lo = max(0, n - first)
+            if lo >= arr.size:
+                continue
+            count = arr.size - lo
+            h = np.zeros(count, dtype=np.uint64)
+            base = first + lo - n  # ctx index of the first token of the first n-gram
+            for k in range(n):
+                h = h * _BASE + hashes[base + k : base + k + count]
+            pos = np.arange(start + lo, start + arr.size, dtype=np.int64)
+            self._table[self._bucket(h, n), pos % self.ways] = pos.astype(np.int32)
+        keep = max(self.ngrams) + _MATCH_MAX
+        self._tail = ctx[-keep:].copy()
+        self._tail_list = self._tail.tolist()
+
+    def _extend_small(self, new: list[int], start: int) -> None:
+        """`extend` for a few tokens (what one decoding pass emits), without numpy calls."""
+        ctx = self._tail_list + new
+        first = len(self._tail_list)
+        table = self._table
+        for i in range(len(new)):  # as in `extend`: the new end waits for the next append
+            p = start + i
+            j = first + i  # ctx[:j] precedes position p
+            for n in self.ngrams:
+                if n > j:
+                    break
+                row = table[self._bucket_py(ctx[j - n : j], n)]
+                row[int(row.argmin())] = p  # the oldest entry (or a free one) makes room
+        keep = max(self.ngrams) + _MATCH_MAX
+        self._tail_list = ctx[-keep:]
+        self._tail = np.asarray(self._tail_list, dtype=np.int32)
+
+    def _bucket_py(self, gram: list[int], n: int) -> int:
+        h = 0
+        for t in gram:
+            h = (h * 1_000_003 + t) & _M64
+        return (((h ^ (n * 0x632BE59BD9B4E019 & _M64)) * 0x9E3779B97F4A7C15) & _M64) >> (64 - self._bits)
+
+    def _write(self, arr: np.ndarray) -> None:
+        i = self.end % self.capacity
+        first = min(arr.size, self.capacity - i)
+        self._ring[i : i + first] = arr[:first]
+        if first < arr.size:
+            self._ring[: arr.size - first] = arr[first:]
+        self.end += arr.size
+
+    def _bucket(self, h: np.ndarray, n: int) -> np.ndarray:
+        mixed = (h ^ np.uint64(n * 0x632BE59BD9B4E019 & 0xFFFFFFFFFFFFFFFF)) * _MIX
+        return (mixed >> np.uint64(64 - self._bits)).astype(np.int64)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _held(self, pos: int) -> bool:
+        return self.end - self.capacity < pos < self.end
+
+    def _at(self, lo: int, hi: int) -> list[int]:
+        """Tokens at positions [lo, hi) (all held)."""
+        c = self.capacity
+        a, b = lo % c, hi % c
+        if hi - lo <= 0:
+            return []
+        if a < b:
+            return self._ring[a:b].tolist()
+        return self._ring[a:].tolist() + self._ring[:b].tolist()
+
+    def lookup(self, tail, n_max: int, *, min_n: int = 1, limit: int | None = None) -> list[Candidate]:
+        """Earlier occurrences of the longest indexed n-gram that ends `tail`, each with its
+        match length (extended backwards) and up to n_max following tokens (the text's own tail,
+        whose continuation is not known yet, is never one)."""
+        tail = list(tail[-_MATCH_MAX:])
+        found: list[Candidate] = []
+        for n in reversed(self.ngrams):
+            if n < min_n or n > len(tail):
+                continue
+            gram = tail[-n:]
+            row = self._table[self._bucket_py(gram, n)].tolist()
+            seen = set()
+            for p in row:
+                if p == _EMPTY or p in seen or not self._held(p - n) or not self._held(p):
+                    continue
+                seen.add(p)
+                if self._at(p - n, p) != gram:
+                    continue  # a collision, or overwritten text
+                hi = min(p + n_max, self.end)
+                if limit is not None:
+                    hi = min(hi, limit)
+                cont = self._at(p, hi)
+                if _SEP in cont:
+                    cont = cont[: cont.index(_SEP)]
+                if cont:
+                    found.append(Candidate(self._match_len(tail, p), p, cont))
+            if found:
+                return found
+        return found
+
+    def _match_len(self, tail: list[int], p: int) -> int:
+        """How many tokens before p equal the end of `tail` (at most len(tail))."""
+        lo = max(p - len(tail), self.end - self.capacity + 1, 0)
+        before = self._at(lo, p)
+        m = 0
+        for a, b in zip(reversed(before), reversed(tail)):
+            if a != b:
+                break
+            m += 1
+        return m
+
+
+def best_continuation(cands: list[Candidate], n_max: int) -> tuple[list[int], int]:
+    """The continuation most occurrences agree on, token by token (SuffixDecoding's most frequent
+    path): each step takes the token with the largest weight (match length; recency breaks
+    ties) among the occurrences still agreeing. Returns (tokens, longest match among them)."""
+    alive = list(cands)
+    out: list[int] = []
+    while alive and len(out) < n_max:
+        i = len(out)
+        votes: dict[int, tuple[float, int]] = {}
+        for c in alive:
+            if len(c.continuation) > i:
+                tok = c.continuation[i]
+                w, recent = votes.get(tok, (0.0, -1))
+                votes[tok] = (w + c.match_len, max(recent, c.position))
+        if not votes:
+            break
+        tok = max(votes, key=lambda t: votes[t])
+        out.append(tok)
+        alive = [c for c in alive if len(c.continuation) > i and c.continuation[i] == tok]
+    match = max((c.match_len for c in alive), default=max((c.match_len for c in cands), default=0))
+    return out, match

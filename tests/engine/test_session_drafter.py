@@ -1,0 +1,188 @@
+"""The session drafter (issue 13): its index returns what it was fed, stays within its memory cap
+however long the session, and speculation with it (alone or in a hybrid with a draft model) says
+exactly what the target says: greedy output equals plain output (divergence only at near-ties)
+and sampled output keeps the target's distribution."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from specterm.engine import (DraftSettings, EngineSettings, GenerateRequest, ModelSettings,
+                             SamplingSettings, SpeculativeSettings, Stats)
+from specterm.engine.llamacpp.local import LocalEngine
+from specterm.engine.llamacpp.model import Model
+from specterm.engine.session_drafter import SessionDrafter
+from specterm.engine.session_index import NgramIndex, best_continuation
+from specterm.engine.settings import SamplingSettings as Sampling
+
+from test_fidelity import PROMPTS, assert_faithful, plain_trace
+from test_sampling import PROMPT, SAMPLING, chi2_critical, chi2_gof, exact_second_token
+
+GREEDY = Sampling()
+CODE = '''\
+class Inventory:
+    def __init__(self):
+        self.items = {}
+
+    def add_item(self, name, quantity):
+        self.items[name] = self.items.get(name, 0) + quantity
+
+    def remove_item(self, name, quantity):
+        if self.items.get(name, 0) < quantity:
+            raise ValueError(f"not enough {name}")
+        self.items[name] -= quantity
+'''
+
+
+@pytest.fixture(scope="module")
+def vocab(models):
+    m = Model.load(ModelSettings(path=models.demo, ctx=512), vocab_only=True)
+    yield m
+    m.close()
+
+
+def engine(models, kind: str, *, hybrid: bool = False, session_mb: int = 32, **spec) -> LocalEngine:
+    draft_model = ModelSettings(path=models.draft_q4, ctx=2048) if kind == "model" else None
+    eng = LocalEngine(EngineSettings(
+        target=ModelSettings(path=models.demo, ctx=2048),
+        draft=DraftSettings(kind=kind, model=draft_model, hybrid=hybrid, session_mb=session_mb),
+        speculative=SpeculativeSettings(**spec)))
+    eng.load()
+    return eng
+
+
+# -- the index -----------------------------------------------------------------------------------
+def test_a_remembered_file_is_drafted_back_token_by_token(vocab):
+    toks = vocab.tokenize(CODE, add_special=False)
+    d = SessionDrafter(memory_mb=8)
+    d.remember(toks)
+    cut = toks.index(vocab.tokenize(" remove", add_special=False)[0])  # "def remove_item" begins
+    history = vocab.tokenize("# the user types it again\n", add_special=False) + toks[:cut + 1]
+    out = d.draft(history, 12, GREEDY, np.random.default_rng(0))
+    assert out.tokens == toks[cut + 1 : cut + 1 + len(out.tokens)]
+    assert len(out.tokens) >= 8, f"a long match should draft far, got {len(out.tokens)} tokens"
+
+
+def test_no_draft_from_an_empty_memory_and_nothing_crosses_a_document_boundary():
+    idx = NgramIndex(1 << 16, ngrams=(2, 3))
+    assert idx.lookup([5, 6, 7], 4) == []
+    idx.add_document([1, 2, 3, 4])
+    idx.add_document([3, 4, 9, 9])
+    found = idx.lookup([7, 3, 4], 8)  # "3 4" ends the first document: only the second continues it
+    assert [c.continuation for c in found] == [[9, 9]]
+    assert idx.lookup([1, 2], 8)[0].continuation == [3, 4]  # stops at the document's end
+
+
+def test_the_continuation_most_occurrences_agree_on_wins():
+    idx = NgramIndex(1 << 16, ngrams=(2,))
+    for tail in ([7, 7], [8, 8], [7, 7]):
+        idx.add_document([1, 2, *tail])
+    cands = idx.lookup([0, 1, 2], 4)
+    assert len(cands) >= 2
+    tokens, match = best_continuation(cands, 4)
+    assert tokens == [7, 7] and match == 2
+
+
+def test_memory_stays_under_its_cap_through_a_long_session():
+    cap = 1 << 18
+    idx = NgramIndex(cap)
+    size = idx.nbytes
+    assert size <= cap
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 30000, 800).tolist()
+    idx.add_document(first)
+    assert idx.lookup(first[:40], 6)[0].continuation == first[40:46]
+    for _ in range(120):  # 7x what the ring holds
+        idx.add_document(rng.integers(0, 30000, 2000).tolist())
+        assert idx.nbytes == size and idx.tokens <= idx.capacity
+    assert idx.end > 5 * idx.capacity
+    last = rng.integers(0, 30000, 800).tolist()
+    idx.add_document(last)
+    assert idx.lookup(last[:40], 6)[0].continuation == last[40:46]  # the newest text is there ...
+    stale = idx.lookup(first[:40], 6)
+    assert all(c.match_len < 8 for c in stale)  # ... the oldest was evicted, never proposed
+
+
+def test_bad_memory_caps_are_refused():
+    with pytest.raises(ValueError, match="positive memory cap"):
+        SessionDrafter(memory_mb=0)
+    with pytest.raises(ValueError, match="at least 1 KiB"):
+        NgramIndex(100)
+
+
+# -- fidelity on the real model ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def traces(models):
+    return {p: plain_trace(models.demo, p, 48) for p in PROMPTS}
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_greedy_output_equals_plain_output(models, traces, hybrid):
+    eng = engine(models, "model" if hybrid else "session", hybrid=hybrid,
+                 draft_max=8, adaptive=False, p_min=0.0)
+    try:
+        by: Counter = Counter()
+        total = Stats()
+        for rnd in range(2):  # the second round drafts from the session's memory of the first
+            for prompt in PROMPTS:
+                result = eng.run(GenerateRequest(prompt=prompt, max_tokens=48))
+                plain, gaps = traces[prompt]
+                assert_faithful(plain, gaps, result.tokens, f"session hybrid={hybrid} / {prompt[:30]!r}")
+                by.update(result.stats.accepted_by_drafter)
+                total.merge(result.stats)
+                if result.reason == "length":
+                    assert result.stats.tokens == result.stats.accepted + result.stats.target_passes
+        assert by["session"] > 20, f"the session's memory was hardly used: {dict(by)}"
+        if hybrid:
+            assert by["model"] > 0, f"the hybrid never used its draft model: {dict(by)}"
+        share = total.drafter_share
+        assert share and abs(sum(share.values()) - 1.0) < 1e-9
+    finally:
+        eng.close_sync()
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_sampled_output_keeps_the_target_distribution(models, hybrid):
+    eng = engine(models, "model" if hybrid else "session", hybrid=hybrid,
+                 draft_max=4, adaptive=False, p_min=0.0)
+    try:
+        seconds: dict[int, Counter] = {}
+        drafted = 0
+        for seed in range(300):
+            s = SamplingSettings(seed=seed, **SAMPLING)
+            result = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=3, sampling=s))
+            drafted += result.stats.drafted_by_drafter.get("session", 0)
+            if len(result.tokens) >= 2:
+                seconds.setdefault(result.tokens[0], Counter())[result.tokens[1]] += 1
+        assert drafted >= 75, "the session's memory rarely drafted: the test would prove nothing"
+        first, counts = max(seconds.items(), key=lambda kv: sum(kv[1].values()))
+        n = sum(counts.values())
+        assert n >= 60
+        stat, df = chi2_gof(counts, exact_second_token(models.demo, first), n)
+        assert stat < chi2_critical(df), f"chi2={stat:.1f}, df={df} (hybrid={hybrid})"
+    finally:
+        eng.close_sync()
+
+
+def test_remember_feeds_the_index_on_the_worker_and_later_requests_draft_from_it(models):
+    import asyncio
+
+    eng = engine(models, "session", draft_max=8, adaptive=False)
+
+    async def go():
+        await eng.start()
+        await eng.remember(CODE)  # returns at once: indexing is queued on the worker
+        prompt = CODE[: CODE.index("def remove_item") + len("def remove_item")]
+        async for ev in eng.stream(GenerateRequest(prompt="# again\n" + prompt, max_tokens=24)):
+            last = ev
+        await eng.close()
+        return last
+
+    try:
+        last = asyncio.run(go())
+        assert last.stats.accepted_by_drafter.get("session", 0) >= 8, last.stats.to_dict()
+    finally:
+        eng.close_sync()
