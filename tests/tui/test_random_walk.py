@@ -171,6 +171,11 @@ class Walk:
             if turn % 20 == 19:  # widgets mounted meanwhile (a new tab) join the watch
                 pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
             busy = any(not pump._message_queue.empty() for pump in pumps)
+            if not busy and self.app.screen._callbacks:
+                # call_after_refresh work (a focus moved once a tab is shown) waits for a repaint:
+                # paint now, as the screen's timer would, so a key never races it
+                self.app.screen._on_timer_update()
+                busy = True
             quiet = 0 if busy else quiet + 1
             if quiet >= 3:
                 return
