@@ -29,9 +29,9 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DraftSettings:
-    # "session": prompt lookup that remembers the session (engine/session_drafter.py), the default
-    # when no draft model is configured.
-    kind: DraftKind = "session"
+    # "session": prompt lookup that remembers the session (engine/session_drafter.py); "lookup" stays
+    # the default until the session drafter's figures are measured on a quiet machine (issue 13).
+    kind: DraftKind = "lookup"
     model: ModelSettings | None = None  # set when kind == "model"
     hybrid: bool = False  # with a draft model: the session drafter beside it, the better guess each pass
     session_mb: int = 32  # memory cap of the session drafter's index (in memory only, never saved)

@@ -78,13 +78,13 @@ def test_builtin_config_is_the_packaged_file():
 def test_defaults_with_no_config_at_all_are_the_demo(env):
     s = load(env, project_dir=None)
     assert s.demo and s.model.target == DEMO_TARGET
-    assert s.model.draft == "session"  # issue 13: the session drafter is the default without a draft model
+    assert s.model.draft == "lookup"
     assert [src.kind for src in s.sources] == ["built-in", "user"]
     assert s.files_read == (BUILTIN_CONFIG,)
     assert s.origin("model.ctx") == "built-in defaults"
     es = s.engine_settings()
     assert isinstance(es, EngineSettings)
-    assert es.target.path == DEMO_TARGET and es.draft.kind == "session" and es.draft.session_mb == 32 and es.draft.model is None
+    assert es.target.path == DEMO_TARGET and es.draft.kind == "lookup" and es.draft.session_mb == 32 and es.draft.model is None
 
 
 def test_settings_are_frozen(env):
