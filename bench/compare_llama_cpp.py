@@ -106,7 +106,7 @@ def load_specterm(target: str, draft: str, args: argparse.Namespace):
 def run_specterm(engine, req, args: argparse.Namespace) -> Figures:
     # The prompt stays in both KV caches from the warm-up run: llama.cpp's example also feeds the
     # prompt to the target and the draft before its generation timer starts.
-    _, _, s = engine.run_request(req, fixed_draft=args.draft_max)
+    s = engine.run(req, fixed_draft=args.draft_max).stats
     return Figures(s.tokens, s.generation_time_s, s.drafted, s.accepted)
 
 

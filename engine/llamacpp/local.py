@@ -297,7 +297,7 @@ class LocalEngine:
 
     def _run(self, job: _Job) -> None:
         try:
-            result_text, reason, stats = self.run_request(
+            result = self.run(
                 job.request,
                 on_text=lambda t: job.sink(TextDelta(t)),
                 on_stats=lambda s: job.sink(StatsUpdate(s.copy())),
@@ -310,24 +310,10 @@ class LocalEngine:
             job.sink(Finished("error", "", Stats(), error=f"internal error: {exc!r}"))
             return
         with self._lock:
-            self._session.merge(stats)
-        job.sink(Finished(reason, result_text, stats))
+            self._session.merge(result.stats)
+        job.sink(Finished(result.reason, result.text, result.stats))
 
     # -- the synchronous core (engine thread, or direct use by headless commands) ---------------
-    def run_request(
-        self,
-        request: Request,
-        *,
-        on_text: Callable[[str], None] | None = None,
-        on_stats: Callable[[Stats], None] | None = None,
-        cancelled: Callable[[], str | None] | None = None,
-        fixed_draft: int | None = None,
-    ) -> tuple[str, str, Stats]:
-        """Run one request to the end on the calling thread; returns (text, reason, stats)."""
-        result = self.run(request, on_text=on_text, on_stats=on_stats, cancelled=cancelled,
-                          fixed_draft=fixed_draft)
-        return result.text, result.reason, result.stats
-
     def run(
         self,
         request: Request,
@@ -337,8 +323,10 @@ class LocalEngine:
         cancelled: Callable[[], str | None] | None = None,
         fixed_draft: int | None = None,
     ) -> GenerationResult:
-        """`run_request`, with the token ids the target emitted (bench and tests compare them:
-        re-tokenizing text is lossy). A completion's text is the finished one."""
+        """Run one request to the end on the calling thread (the worker, or a headless caller).
+        The result carries the token ids the target emitted (bench and tests compare them:
+        re-tokenizing text is lossy) beside the text, reason and Stats; a completion's text is
+        the finished one."""
         if self.decoder is None or self.target is None:
             raise EngineError("The engine is not loaded.", hint="Call start() (or load()) first.")
         target = self.target

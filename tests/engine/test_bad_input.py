@@ -58,8 +58,9 @@ def test_prompt_longer_than_the_context_then_engine_still_works(models):
     eng = load(models.demo, "lookup", ctx=256)
     try:
         with pytest.raises(ContextOverflowError, match="context"):
-            eng.run_request(GenerateRequest(prompt="word " * 400, max_tokens=8))
-        text, reason, stats = eng.run_request(GenerateRequest(prompt="def f():", max_tokens=4))
+            eng.run(GenerateRequest(prompt="word " * 400, max_tokens=8))
+        result = eng.run(GenerateRequest(prompt="def f():", max_tokens=4))
+        text, reason, stats = result.text, result.reason, result.stats
         assert stats.tokens >= 1
     finally:
         eng.close_sync()
@@ -71,8 +72,9 @@ def test_generation_stops_at_the_context_end_instead_of_aborting(models):
     eng = load(models.demo, "lookup", ctx=128)
     try:
         for draft in (4, 16):
-            text, reason, stats = eng.run_request(GenerateRequest(prompt="x " * 50, max_tokens=1000),
+            result = eng.run(GenerateRequest(prompt="x " * 50, max_tokens=1000),
                                                   fixed_draft=draft)
+            text, reason, stats = result.text, result.reason, result.stats
             assert reason == "length" and stats.drafted > 0
             assert stats.prompt_tokens + stats.tokens < eng.target.n_ctx  # llama.cpp may round ctx up
     finally:

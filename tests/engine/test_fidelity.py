@@ -82,7 +82,7 @@ def test_greedy_speculative_equals_plain(models, traces, engine_factory, draft):
 
 def test_same_model_draft_is_nearly_always_accepted(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.demo, draft_max=4, adaptive=False, p_min=0.0)
-    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPTS[0], max_tokens=64))
+    stats = eng.run(GenerateRequest(prompt=PROMPTS[0], max_tokens=64)).stats
     assert stats.drafted >= 20
     assert stats.acceptance is not None and stats.acceptance >= 0.8
 
@@ -91,7 +91,7 @@ def test_requantized_draft_gives_partial_acceptance(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=6, adaptive=False, p_min=0.0)
     stats_all = []
     for p in PROMPTS:
-        _, _, stats = eng.run_request(GenerateRequest(prompt=p, max_tokens=48))
+        stats = eng.run(GenerateRequest(prompt=p, max_tokens=48)).stats
         stats_all.append(stats)
     drafted = sum(s.drafted for s in stats_all)
     accepted = sum(s.accepted for s in stats_all)

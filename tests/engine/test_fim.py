@@ -37,7 +37,8 @@ def test_fim_model_completes_in_the_middle(models, engine_factory):
     eng = engine_factory(models.fim, "lookup", draft_max=4)
     req = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n\nprint(add(1, 2))\n",
                             max_tokens=16)
-    text, reason, stats = eng.run_request(req)
+    result = eng.run(req)
+    text, reason, stats = result.text, result.reason, result.stats
     assert stats.tokens >= 1 and reason in ("eos", "stop", "length")
     assert eng.info.fim
 
@@ -61,8 +62,8 @@ def test_context_files_go_before_the_cursor_file_when_the_model_has_separators(m
 def test_prefix_ending_in_spaces_does_not_double_the_indentation(models, engine_factory, prefix):
     """Without healing a prefix of four spaces continues with ' return' (five spaces)."""
     eng = engine_factory(models.demo, "none")
-    text, _, _ = eng.run_request(CompletionRequest(prefix=prefix, suffix="\n", max_tokens=12,
-                                                   multiline=False))
+    text = eng.run(CompletionRequest(prefix=prefix, suffix="\n", max_tokens=12,
+                                                   multiline=False)).text
     assert text.strip() and not text[0].isspace(), repr(text)
 
 

@@ -18,7 +18,7 @@ def draft_decodes(stats) -> int:
 
 def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=6, adaptive=False, p_min=0.0)
-    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=40))
+    stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=40)).stats
     n_prompt = stats.prompt_tokens
     rejected = stats.drafted - stats.accepted
     assert stats.drafted > 0 and stats.accepted > 0
@@ -28,11 +28,11 @@ def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factor
 
 def test_prefix_reuse_decodes_only_the_new_suffix(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
-    _, _, first = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=8))
+    first = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=8)).stats
     assert first.prompt_tokens_decoded == first.prompt_tokens
     assert first.draft_catchup_tokens >= first.prompt_tokens  # the draft read the prompt once
     extended = PROMPT + "    return a * b\n\n\ndef div(a, b):\n"
-    _, _, second = eng.run_request(GenerateRequest(prompt=extended, max_tokens=8))
+    second = eng.run(GenerateRequest(prompt=extended, max_tokens=8)).stats
     n_common = len(eng.target.tokenize(PROMPT, add_special=True)) - 2  # the last tokens may merge
     assert second.prompt_tokens_decoded <= second.prompt_tokens - n_common
     assert second.prompt_tokens_decoded < second.prompt_tokens // 2
@@ -42,17 +42,19 @@ def test_prefix_reuse_decodes_only_the_new_suffix(models, engine_factory):
 
 def test_same_prompt_twice_reuses_everything_but_the_last_token(models, engine_factory):
     eng = engine_factory(models.demo, "none")
-    _, _, a = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
-    text_b, _, b = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
+    a = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4)).stats
+    result = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4))
+    text_b, b = result.text, result.stats
     assert b.prompt_tokens_decoded == 1
-    text_c, _, _ = engine_factory(models.demo, "none").run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
+    text_c = engine_factory(models.demo, "none").run(GenerateRequest(prompt=PROMPT, max_tokens=4)).text
     assert text_b == text_c  # reuse did not change the output
 
 
 def test_token_limit_is_exact_and_invariant_holds(models, engine_factory):
     eng = engine_factory(models.demo, "lookup", draft_max=8, adaptive=False)
     for n in (1, 2, 7, 33):
-        _, reason, stats = eng.run_request(GenerateRequest(prompt=PROMPT * 3, max_tokens=n))
+        result = eng.run(GenerateRequest(prompt=PROMPT * 3, max_tokens=n))
+        reason, stats = result.reason, result.stats
         if reason == "length":
             assert stats.tokens == n
             assert stats.tokens == stats.accepted + stats.target_passes
@@ -61,12 +63,13 @@ def test_token_limit_is_exact_and_invariant_holds(models, engine_factory):
 
 def test_stop_string_ends_generation_and_is_not_emitted(models, engine_factory):
     eng = engine_factory(models.demo, "lookup", draft_max=8, adaptive=False)
-    full, _, _ = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=40))
+    full = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=40)).text
     assert "\n" in full.strip("\n"), full
     stop = "\n"
     pieces: list[str] = []
-    text, reason, stats = eng.run_request(
+    result = eng.run(
         GenerateRequest(prompt=PROMPT, max_tokens=40, stop=(stop,)), on_text=pieces.append)
+    text, reason, stats = result.text, result.reason, result.stats
     assert reason == "stop"
     assert stop not in text
     assert "".join(pieces) == text
@@ -76,7 +79,8 @@ def test_stop_string_ends_generation_and_is_not_emitted(models, engine_factory):
 def test_eos_stops_before_the_token_limit(models, engine_factory):
     eng = engine_factory(models.demo, "none")
     chat = ChatRequest(messages=(ChatMessage("user", "Say yes."),), max_tokens=200)
-    text, reason, stats = eng.run_request(chat)
+    result = eng.run(chat)
+    text, reason, stats = result.text, result.reason, result.stats
     assert reason == "eos"
     assert stats.tokens < 200
     assert "<|im_end|>" not in text
@@ -99,7 +103,7 @@ def test_lookup_drafter_proposes_what_followed_the_last_match():
 
 def test_stats_json_has_the_contract_fields(models, engine_factory):
     eng = engine_factory(models.demo, "none")
-    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=5))
+    stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=5)).stats
     d = stats.to_dict()
     for key in ("tokens", "drafted", "accepted", "acceptance", "target_passes", "tokens_per_pass",
                 "tokens_per_second", "draft_max", "acceptance_by_position"):
@@ -111,11 +115,11 @@ def test_stats_json_has_the_contract_fields(models, engine_factory):
 def test_draft_model_reads_nothing_while_drafting_is_off(models, engine_factory):
     """Catch-up is lazy: a draft model reads the prompt only when a draft is asked for."""
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=0, adaptive=False)
-    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4))
+    stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4)).stats
     assert stats.drafted == 0 and stats.num_drafts == 0
     assert stats.draft_catchup_tokens == 0 and stats.draft_catchup_time_s == 0.0
     # the same drafter, asked to draft, reads the whole prompt (and the output so far) first
-    _, _, on = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=4), fixed_draft=2)
+    on = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4), fixed_draft=2).stats
     assert on.num_drafts > 0
     assert on.draft_catchup_tokens >= on.prompt_tokens
     assert on.draft_catchup_time_s > 0.0
@@ -123,7 +127,7 @@ def test_draft_model_reads_nothing_while_drafting_is_off(models, engine_factory)
 
 def test_stats_carry_the_telemetry_names_users_know(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=3, adaptive=False, p_min=0.0)
-    _, _, stats = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=24))
+    stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=24)).stats
     d = stats.to_dict()
     assert d["num_drafts"] == stats.num_drafts > 0
     assert d["num_draft_tokens"] == stats.drafted and d["num_accepted_tokens"] == stats.accepted
@@ -141,10 +145,10 @@ def test_costs_learned_in_one_request_carry_to_the_next(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, p_min=0.0)
     costs = eng.decoder.controller.costs
     assert costs.draft_token is None and not costs.verify
-    _, _, fixed = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=12), fixed_draft=1)
+    fixed = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=12), fixed_draft=1).stats
     assert fixed.num_drafts > 0
     assert costs.draft_token is not None and 2 in costs.verify  # every pass drafted
     learned = dict(costs.verify)
-    _, _, adaptive = eng.run_request(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12))
+    adaptive = eng.run(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12)).stats
     assert set(learned) <= set(eng.decoder.controller.costs.verify)
     assert adaptive.probes <= 1  # at most the request's early probe: no first measurement needed

@@ -78,11 +78,11 @@ def test_speculative_sampling_matches_the_target_distribution(models, engine_fac
 def test_sampling_with_a_seed_is_reproducible(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
     s = SamplingSettings(seed=1234, **SAMPLING)
-    a = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=24, sampling=s))[0]
-    b = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=24, sampling=s))[0]
+    a = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=24, sampling=s)).text
+    b = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=24, sampling=s)).text
     assert a == b
-    c = eng.run_request(GenerateRequest(prompt=PROMPT, max_tokens=24,
-                                        sampling=SamplingSettings(seed=99, **SAMPLING)))[0]
+    c = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=24,
+                                sampling=SamplingSettings(seed=99, **SAMPLING))).text
     assert c != a or len(a) < 4
 
 
