@@ -8,12 +8,20 @@ target on a CPU, where verifying k tokens costs nearly k single decodes, or a dr
 guessing wrong.
 
 What it costs to find out is bounded. Every draft the controller forces to learn something (the
-first cost measurement, probes while drafting is off, the extra look after a probe that held) is
+first cost measurement, probes while drafting is off, the extra looks after a probe that held) is
 paid from a budget of _PROBE_BUDGET of each request's own plain-decoding time, so a short request
 loses at most that much, and none at all once the measured costs show that no draft length could
 pay even if every draft token were accepted. Costs are a property of the pair and the machine,
 not of the text: they carry from one request to the next (fixed-length runs feed them too), and a
 draft model's catch-up on text it has not read is charged to the draft that needs it.
+
+A free drafter (prompt lookup, the session drafter) says how long the n-gram it followed was, and
+that predicts its acceptance far better than one figure for the whole text: in an edit a 4-token
+match is usually copied text, while a 1-token match in new code is a guess. So acceptance is also
+kept per match length (1, 2, 3, 4+), and each free draft is cut to the length that pays at its
+match's acceptance, or not sent at all (`fit_draft`). A draft model's acceptance is the pair's more
+than the text's, so its evidence carries to the next request in full; a free drafter's, which
+depends on whether the new text repeats, carries only in part.
 """
 
 from __future__ import annotations
@@ -33,11 +41,14 @@ _EXPECTED_PASSES = 64  # ... counted from the start as if the request ran at lea
 _PROBE_MIN = 16  # probes come at least this many passes apart (a new request's early one aside)
 _EARLY_PROBE = 2  # while off, a new request probes at this loop pass (when the budget allows)
 _EVIDENCE_MAX = 32  # decayed evidence kept, in draft tokens and rejections
-_CARRY = 0.2  # share of the acceptance evidence a new request inherits (bench: 0.1-0.25 best)
+_CARRY = 0.2  # share of a free drafter's acceptance evidence a new request inherits
+_CARRY_MODEL = 1.0  # a draft model's: its acceptance is a property of the pair
+_MATCH_BUCKETS = 4  # free drafts keep acceptance evidence per match length 1, 2, 3, 4+
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
 _HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
 _PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
+PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text first
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
 
 
@@ -132,8 +143,11 @@ class DraftController:
         # repeats the file), and the next probe then decides on what it sees.
         self._succ = 0.0
         self._fail = 0.0
+        # The same evidence per match length of a free drafter's n-gram (index 0 unused), decayed
+        # when that length is drafted, not every pass: a length that does not pay stays closed.
+        self._match_succ = [0.0] * (_MATCH_BUCKETS + 1)
+        self._match_fail = [0.0] * (_MATCH_BUCKETS + 1)
         self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
-        self._second_look = False  # the pass in flight is the extra look after a probe that held
         self.probing = False  # the pass in flight is forced (a probe or a first measurement)
         # New evidence since drafting turned off (a draft's result, a new request). While off, the
         # decaying evidence alone never turns drafting back on: that would be an unbudgeted probe.
@@ -150,13 +164,16 @@ class DraftController:
         """New text may draft differently, so what the last request taught about acceptance
         counts for less (costs carry in full). Each request has its own probing budget, and
         while off it probes early, so an edit that repeats its input gets drafting back."""
-        self._succ *= _CARRY
-        self._fail *= _CARRY
+        carry = _CARRY if self.draft_is_free else _CARRY_MODEL
+        self._succ *= carry
+        self._fail *= carry
+        for b in range(_MATCH_BUCKETS + 1):
+            self._match_succ[b] *= _CARRY
+            self._match_fail[b] *= _CARRY
         self._spent = 0.0
         self._passes = 0
         self._remaining = max_tokens
         self._expected = min(max_tokens, _EXPECTED_PASSES) if max_tokens else _EXPECTED_PASSES
-        self._second_look = False
         self._fresh = True
         if self.off:
             self._since_probe = max(self._since_probe, _PROBE_MIN - _EARLY_PROBE)
@@ -165,17 +182,24 @@ class DraftController:
     def acceptance(self) -> float:
         return (self._succ + 1.0) / (self._succ + self._fail + 2.0)
 
+    def acceptance_for(self, match: int) -> float:
+        """Per-token acceptance of free drafts that followed a `match`-token n-gram."""
+        b = min(max(match, 1), _MATCH_BUCKETS)
+        return (self._match_succ[b] + 1.0) / (self._match_succ[b] + self._match_fail[b] + 2.0)
+
     # -- measurements ----------------------------------------------------------------------------
     def observe_prompt(self, tokens: int, seconds: float) -> None:
         self.costs.observe_prompt(tokens, seconds)
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
-                catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None) -> None:
+                catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None,
+                match: int = 0) -> None:
         """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
         drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
         _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
         a draft that was off, measured on its own and charged when drafting turns on. `asked` is
-        the length the drafter was asked for (a draft model may stop short of it, or at 0)."""
+        the length the drafter was asked for (a draft model may stop short of it, or at 0);
+        `match` the length of the n-gram a free draft followed (0: not a free draft)."""
         asked = drafted if asked is None else asked
         c = self.costs
         if catchup_tokens > _STEADY_CATCHUP:
@@ -189,20 +213,22 @@ class DraftController:
         if self.probing and asked:
             if t1:  # what the probe cost beyond the plain passes it replaced
                 self._spent += max(draft_s + catchup_s + verify_s - (accepted + 1) * t1, 0.0)
-            # A probe that held earns one more look at once (the text may have started to repeat
-            # itself), paid from the budget like any probe; never two in a row.
-            if drafted and accepted == drafted and not self._second_look:
+            # A probe that held earns another look at once (the text may have started to repeat
+            # itself, or the draft is simply good): evidence gathers quickly, and every look is
+            # paid from the same budget, so looks at a draft that is accurate but too dear stop
+            # when the budget is spent.
+            if drafted and accepted == drafted:
                 self._since_probe = _PROBE_MIN
-                self._second_look = True
-            else:
-                self._second_look = False
         self.probing = False
         self._passes += 1
         if self._remaining is not None:
             self._remaining -= accepted + 1
         c.observe_verify(drafted + 1, verify_s)
-        self._succ *= _DECAY
-        self._fail *= _DECAY
+        if self.draft_is_free or drafted:
+            # A free drafter's figure drifts back to the prior while off (the text may start
+            # repeating); a draft model's only moves with its drafts: it is the pair's.
+            self._succ *= _DECAY
+            self._fail *= _DECAY
         if drafted:
             self._fresh = True
             self._succ += accepted
@@ -211,6 +237,13 @@ class DraftController:
             if total > _EVIDENCE_MAX:  # bounded memory: a change of text shows within a few passes
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
+            if match > 0:
+                b = min(match, _MATCH_BUCKETS)
+                succ = self._match_succ[b] * _DECAY + accepted
+                fail = self._match_fail[b] * _DECAY + (1 if accepted < drafted else 0)
+                total = succ + fail
+                scale = min(1.0, _EVIDENCE_MAX / total) if total else 1.0
+                self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
 
     # -- the model -------------------------------------------------------------------------------
     def expected_tokens(self, g: int, a: float | None = None) -> float:
@@ -255,7 +288,8 @@ class DraftController:
         return min(_PROBE_LENGTH if fit is not None else 1, self.spec.draft_max)
 
     def probe_cost(self, lag: int = 0, fit: tuple[float, float] | None = None) -> float | None:
-        """Predicted extra time of a probe over the plain pass it replaces (nothing accepted)."""
+        """Predicted extra time of a probe over the plain pass it replaces (nothing accepted);
+        `lag`: what the probe's draft model reads first (at most PROBE_WINDOW recent tokens)."""
         c = self.costs
         t1 = c.verify.get(1)
         if t1 is None:
@@ -274,8 +308,42 @@ class DraftController:
         t1 = self.costs.verify.get(1) or 0.0
         return _PROBE_BUDGET * t1 * max(self._passes, self._expected)
 
-    def next_length(self, lag: int = 0) -> int:
-        """Draft length for the next pass; `lag`: tokens the drafter must read before drafting."""
+    def fit_draft(self, proposed: int, match: int) -> int:
+        """How many of a free draft's `proposed` tokens to send to the target, given that the
+        drafter followed a `match`-token n-gram: the length that pays at that match length's
+        acceptance, 0 when none does (the pass is a plain one, and costs nothing extra). A match
+        length that does not pay is probed now and then, from the request's probe budget."""
+        if not (self.adaptive and self.draft_is_free) or proposed <= 0:
+            return proposed
+        fit = self.costs.line()
+        t1 = self.costs.verify.get(1)
+        if fit is None or t1 is None:
+            return proposed  # still learning t_v: next_length asked for a short probe already
+        a = self.acceptance_for(match) if match > 0 else self.acceptance
+        base = self.rate(0, fit)
+        best_g, best_r = 0, base
+        for g in range(1, proposed + 1):
+            r = self.rate(g, fit, a=a)
+            if r is not None and r > best_r:
+                best_g, best_r = g, r
+        self.probing = False
+        if best_g and best_r >= base * _MARGIN:
+            self.length, self.off = best_g, False
+            return best_g
+        self.length, self.off = 0, True
+        self._since_probe += 1
+        if self._since_probe >= _PROBE_MIN and self.can_pay(fit):
+            cost = self.probe_cost(0, fit)
+            if cost is not None and self._spent + cost <= self._allowance():
+                self._since_probe = 0
+                self.probing = True
+                self.length = min(self._probe_length(fit), proposed)
+                return self.length
+        return 0
+
+    def next_length(self, lag: int = 0, probe_lag: int | None = None) -> int:
+        """Draft length for the next pass; `lag`: tokens the drafter must read before drafting,
+        `probe_lag`: before a probe's draft (a short window of recent text; default `lag`)."""
         dmax = self.spec.draft_max
         if not self.adaptive or dmax <= 0:
             self.off = dmax <= 0
@@ -286,6 +354,10 @@ class DraftController:
             return 0
         fit = self.costs.line()
         known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
+        if known and self.draft_is_free:
+            # Drafting is free: draft at full length and let `fit_draft` judge each proposal
+            # by its match length (what it cuts or drops costs nothing).
+            return dmax
         if known and (self._fresh or not self.off):
             self._fresh = False
             base = self.rate(0, fit)
@@ -303,7 +375,7 @@ class DraftController:
         self.length, self.off = 0, True
         # Where no draft length could pay even at full acceptance there is nothing to learn.
         if self._since_probe >= _PROBE_MIN and (not known or self.can_pay(fit)):
-            cost = self.probe_cost(lag, fit)
+            cost = self.probe_cost(lag if probe_lag is None else probe_lag, fit)
             if cost is not None and self._spent + cost <= self._allowance():
                 self._since_probe = 0
                 self.probing = True

@@ -49,6 +49,15 @@ class Draft:
     catchup_tokens: int = 0
     # Which drafter proposed each token (a hybrid mixes them); None: the drafter's own kind.
     sources: list[str] | None = None
+    # A free drafter's n-gram match length behind the proposal (0: a draft model's guess). The
+    # controller keeps acceptance per match length and cuts the draft to what pays.
+    match: int = 0
+
+    def cut(self, n: int) -> "Draft":
+        """The first n proposals (timings kept: they were spent either way)."""
+        return Draft(self.tokens[:n], None if self.q is None else self.q[:n], self.time_s,
+                     self.catchup_s, self.catchup_tokens,
+                     None if self.sources is None else self.sources[:n], self.match)
 
 
 class Drafter(Protocol):
@@ -62,12 +71,19 @@ class Drafter(Protocol):
         """A new request: the target has decoded `prompt`. Nothing is read now; a draft model
         catches up lazily, at the first draft that is actually asked for."""
 
-    def lag(self, history: list[int]) -> int:
-        """Tokens the drafter would have to decode before it can draft after `history`."""
+    def lag(self, history: list[int], window: int | None = None) -> int:
+        """Tokens the drafter would have to decode before it can draft after `history`;
+        `window`: as for `draft`."""
 
     def draft(self, history: list[int], n_max: int, sampling: SamplingSettings,
-              rng: np.random.Generator) -> Draft:
-        """Propose up to n_max tokens to follow `history` (prompt + everything emitted so far)."""
+              rng: np.random.Generator, window: int | None = None) -> Draft:
+        """Propose up to n_max tokens to follow `history` (prompt + everything emitted so far).
+        `window` bounds how much recent text a draft model catches up on for this draft (a
+        probe: learning whether it pays must not cost a whole prompt's catch-up)."""
+
+    def truncate(self, n: int) -> None:
+        """Only the first `n` tokens of the latest draft go to the target (the rest never count
+        as drafted)."""
 
     def accept(self, n_accepted: int) -> None:
         """The target kept the first `n_accepted` tokens of the latest draft; the rest are gone."""
@@ -88,11 +104,14 @@ class NoDrafter:
     def begin(self, prompt: list[int]) -> None:
         pass
 
-    def lag(self, history: list[int]) -> int:
+    def lag(self, history: list[int], window: int | None = None) -> int:
         return 0
 
-    def draft(self, history, n_max, sampling, rng) -> Draft:
+    def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         return Draft()
+
+    def truncate(self, n: int) -> None:
+        pass
 
     def accept(self, n_accepted: int) -> None:
         pass
@@ -137,38 +156,45 @@ class ModelDrafter:
         self._head = 0  # leading text tokens in the view
         self._base = 0  # text index where the rest of the view starts (== _head: no gap)
         self._drafted_from = 0  # len(history) at the latest draft
+        self._read = 0  # the window the view was last built with (a probe's is short)
 
     # -- the view --------------------------------------------------------------------------------
     def _view_len(self) -> int:
         return self._head + len(self._text) - self._base
 
-    def _plan(self, history: list[int]) -> tuple[bool, int]:
-        """(rebuild, keep): rebuild the view from scratch, or keep text[:keep] and decode the rest."""
+    def _plan(self, history: list[int], window: int) -> tuple[bool, int]:
+        """(rebuild, keep): rebuild the view from scratch, or keep text[:keep] and decode the rest.
+        A view built by a probe with a shorter window than `window` is rebuilt: drafting for
+        real wants the whole window's context."""
         keep = common_prefix(self._text, history)
         if keep == len(history):
             keep -= 1  # the last token must be decoded again to get its logits
-        if keep < self._base or len(history) - keep > self.window:
+        if keep < self._base or len(history) - keep > window:
+            return True, 0
+        if self._base > 0 and self._read < window:
             return True, 0
         return False, keep
 
-    def lag(self, history: list[int]) -> int:
+    def lag(self, history: list[int], window: int | None = None) -> int:
         if not history:
             return 0
-        rebuild, keep = self._plan(history)
+        window = self.window if window is None else max(1, min(window, self.window))
+        rebuild, keep = self._plan(history, window)
         if rebuild:
-            return min(len(history), self.head + self.window)
+            return min(len(history), self.head + window)
         return len(history) - keep
 
-    def _sync(self, history: list[int], room: int) -> int:
+    def _sync(self, history: list[int], room: int, window: int) -> int:
         """Make the view end with history[-1] decoded (logits after it); returns tokens decoded.
         `room` is what must stay free in the draft's context for the draft itself."""
-        rebuild, keep = self._plan(history)
+        rebuild, keep = self._plan(history, window)
         n_ctx = self.model.n_ctx
         if not rebuild and self._head + keep - self._base + (len(history) - keep) + room > n_ctx:
             rebuild = True  # the view would overflow the draft's context: slide the window
         if rebuild:
             self.model.clear()
-            win = min(self.window, n_ctx - room - self.head - 1)
+            win = min(window, n_ctx - room - self.head - 1)
+            self._read = win
             if len(history) <= self.head + win:
                 self._head, self._base = 0, 0
                 todo = list(history)
@@ -181,7 +207,7 @@ class ModelDrafter:
         pos = self._head + keep - self._base
         if keep < len(self._text) and not self.model.trim(pos):
             self.forget()
-            return self._sync(history, room)
+            return self._sync(history, room, window)
         todo = history[keep:]
         self.model.decode_prompt(todo, pos)
         self._text = list(history)
@@ -191,13 +217,14 @@ class ModelDrafter:
     def begin(self, prompt: list[int]) -> None:
         pass  # lazily: the first draft catches up (`lag` says how much that will cost)
 
-    def draft(self, history, n_max, sampling, rng) -> Draft:
+    def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         out = Draft()
         if n_max <= 0 or not history:
             return out
         n_max = min(n_max, self.model.n_ctx // 4)  # the rest of the context holds the view
-        out.catchup_tokens = self._sync(history, n_max + 1)
+        window = self.window if window is None else max(1, min(window, self.window))
+        out.catchup_tokens = self._sync(history, n_max + 1, window)
         out.catchup_s = time.perf_counter() - t0
         self._drafted_from = len(history)
         greedy = is_greedy(sampling)
@@ -221,6 +248,9 @@ class ModelDrafter:
         out.q = None if greedy else qs
         out.time_s = time.perf_counter() - t0
         return out
+
+    def truncate(self, n: int) -> None:
+        pass  # `accept` removes whatever the target did not keep, sent or not
 
     def accept(self, n_accepted: int) -> None:
         keep = self._drafted_from + n_accepted
@@ -276,8 +306,11 @@ class LookupDrafter:
     def begin(self, prompt: list[int]) -> None:
         pass  # indexing is incremental and cheap: it happens at the first draft
 
-    def lag(self, history: list[int]) -> int:
+    def lag(self, history: list[int], window: int | None = None) -> int:
         return 0  # no model to catch up (indexing costs microseconds)
+
+    def truncate(self, n: int) -> None:
+        pass  # nothing is kept per draft
 
     def accept(self, n_accepted: int) -> None:
         pass
@@ -289,7 +322,7 @@ class LookupDrafter:
     def forget(self) -> None:
         self._reset()
 
-    def draft(self, history, n_max, sampling, rng) -> Draft:
+    def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         out = Draft()
         if n_max <= 0 or not history:
@@ -299,6 +332,7 @@ class LookupDrafter:
             j = self._index[n].get(tuple(history[-n:]))
             if j is not None:
                 out.tokens = history[j : j + n_max]
+                out.match = n
                 break
         out.time_s = time.perf_counter() - t0
         return out

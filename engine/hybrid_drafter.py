@@ -76,6 +76,7 @@ class HybridDrafter:
         self._acc = {"session": _Acceptance(), "model": _Acceptance()}
         self._base = 0  # len(history) at the latest draft
         self._split: tuple[int, int] = (0, 0)  # (session tokens, model tokens) of the latest draft
+        self._model_read = False  # the model drafted (its cache holds the draft) since the last accept
 
     # -- choosing --------------------------------------------------------------------------------
     def _rate(self, n_session: int, n_model: int) -> float:
@@ -102,10 +103,10 @@ class HybridDrafter:
         self.session.begin(prompt)
         self.model_drafter.begin(prompt)
 
-    def lag(self, history: list[int]) -> int:
-        return self.model_drafter.lag(history)
+    def lag(self, history: list[int], window: int | None = None) -> int:
+        return self.model_drafter.lag(history, window)
 
-    def draft(self, history, n_max, sampling, rng) -> Draft:
+    def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         self._base = len(history)
         guess = self.session.draft(history, n_max, sampling, rng)
@@ -114,14 +115,21 @@ class HybridDrafter:
             self.session.discard()
         out = Draft(tokens=list(guess.tokens[:n_s]))
         if n_m:
-            more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng)
+            more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng, window)
             out.tokens += more.tokens
             out.q = _combine_q(out.tokens[:n_s], more)
             out.catchup_s, out.catchup_tokens = more.catchup_s, more.catchup_tokens
         self._split = (n_s, len(out.tokens) - n_s)
+        self._model_read = n_m > 0
         out.sources = ["session"] * n_s + ["model"] * self._split[1]
         out.time_s = time.perf_counter() - t0
         return out
+
+    def truncate(self, n: int) -> None:
+        n_s, n_m = self._split
+        if n < n_s:
+            self.session.truncate(n)
+        self._split = (min(n_s, n), max(0, min(n_m, n - n_s)))
 
     def accept(self, n_accepted: int) -> None:
         n_s, n_m = self._split
@@ -129,9 +137,10 @@ class HybridDrafter:
             self.session.accept(min(n_accepted, n_s))
         self._acc["session"].observe(n_s, min(n_accepted, n_s))
         self._acc["model"].observe(n_m, max(0, n_accepted - n_s))
-        if n_m:
+        if self._model_read:  # the model's cache holds its whole draft, sent or not
             self.model_drafter.rewind(self._base + n_accepted)
         self._split = (0, 0)
+        self._model_read = False
 
     def rewind(self, n_keep: int) -> None:
         self.session.rewind(n_keep)

@@ -70,7 +70,7 @@ class SessionDrafter:
     def begin(self, prompt: list[int]) -> None:
         pass  # the request index catches up at the first draft (numpy: microseconds per token)
 
-    def lag(self, history: list[int]) -> int:
+    def lag(self, history: list[int], window: int | None = None) -> int:
         return 0
 
     def _sync(self, history: list[int]) -> None:
@@ -82,7 +82,7 @@ class SessionDrafter:
             self.request.extend(history[keep:])
         self._seen = list(history)
 
-    def draft(self, history, n_max, sampling, rng) -> Draft:
+    def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         out = Draft()
         if n_max <= 0 or not history:
@@ -93,6 +93,7 @@ class SessionDrafter:
             tokens, match = best_continuation(cands, n_max)
             factor = _FACTOR_MIN + _FACTOR_SPAN * self.acceptance
             out.tokens = tokens[: max(1, math.ceil(factor * match))]
+            out.match = match
         self._last = len(out.tokens)
         out.time_s = time.perf_counter() - t0
         return out
@@ -101,6 +102,9 @@ class SessionDrafter:
         self._drafted = self._drafted * _DECAY + self._last
         self._accepted = self._accepted * _DECAY + n_accepted
         self._last = 0
+
+    def truncate(self, n: int) -> None:
+        self._last = min(self._last, n)  # tokens not sent are neither accepted nor rejected
 
     def discard(self) -> None:
         """The latest draft was not sent (a hybrid chose another): it counts neither way."""

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import CostModel, DraftController
+from .controller import PROBE_WINDOW, CostModel, DraftController
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .model import Model
@@ -320,14 +320,23 @@ class SpeculativeDecoder:
                 break
             k = 0
             if not (heal_left or guard):
-                lag = drafter.lag(history) if controller.adaptive else 0
-                k = min(controller.next_length(lag), max(room, 0))
+                lag = probe_lag = 0
+                if controller.adaptive and not controller.draft_is_free:
+                    lag = drafter.lag(history)
+                    probe_lag = drafter.lag(history, PROBE_WINDOW)
+                k = min(controller.next_length(lag, probe_lag), max(room, 0))
             draft = Draft()
             if k > 0:
-                draft = drafter.draft(history, k, job.sampling, draft_rng)
+                window = PROBE_WINDOW if controller.probing else None
+                draft = drafter.draft(history, k, job.sampling, draft_rng, window)
+                if controller.draft_is_free:  # send what pays at the draft's match length
+                    keep = controller.fit_draft(len(draft.tokens), draft.match)
+                    if keep < len(draft.tokens):
+                        drafter.truncate(keep)
+                        draft = draft.cut(keep)
                 if len(draft.tokens) < max(self.spec.draft_min, 1):
-                    draft = Draft(time_s=draft.time_s, catchup_s=draft.catchup_s,
-                                  catchup_tokens=draft.catchup_tokens)
+                    drafter.truncate(0)
+                    draft = draft.cut(0)
                 if controller.probing:
                     stats.probes += 1
             stats.draft_time_s += draft.time_s
@@ -360,7 +369,7 @@ class SpeculativeDecoder:
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
-                               draft.catchup_s, draft.catchup_tokens, asked=k)
+                               draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

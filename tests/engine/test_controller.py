@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from specterm.engine.controller import DraftController
+from specterm.engine.controller import PROBE_WINDOW, DraftController
 from specterm.engine.settings import SpeculativeSettings
 
 
@@ -95,16 +97,16 @@ def test_a_new_request_that_repeats_its_input_gets_drafting_back_quickly():
     copies the file: the request's early probe sees it, and drafting comes back within it."""
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(600):
-        k = c.next_length()
-        c.observe(k, 0, 0.0, _cpu_verify(k + 1))
+        k = c.fit_draft(c.next_length(), 3)
+        c.observe(k, 0, 0.0, _cpu_verify(k + 1), match=3)
     assert c.off
     c.new_request()
     lengths, on = [], []
     for _ in range(40):
-        k = c.next_length()
+        k = c.fit_draft(c.next_length(), 3)
         lengths.append(k)
         on.append(k > 0 and not c.off)  # drafting because it pays, not a probe
-        c.observe(k, k, 0.0, _cpu_verify(k + 1))  # every draft token is accepted now
+        c.observe(k, k, 0.0, _cpu_verify(k + 1), match=3)  # every draft token is accepted now
     assert lengths.index(2) <= 4 and on.index(True) <= 8, lengths  # the early probe, then on
     assert not c.off and lengths[-1] >= 8, lengths
 
@@ -115,14 +117,14 @@ def test_a_completion_after_an_edit_that_copied_well_pays_little_for_the_stale_e
     discount on old evidence and its bound they cost 3.3 times as much)."""
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(300):
-        k = c.next_length()
-        c.observe(k, k, 0.0, _cpu_verify(k + 1))
-    assert not c.off and c.next_length() >= 8  # long drafts
+        k = c.fit_draft(c.next_length(), 4)
+        c.observe(k, k, 0.0, _cpu_verify(k + 1), match=4)
+    assert not c.off and c.fit_draft(c.next_length(), 4) >= 8  # long drafts
     c.new_request()
     spent = 0.0
     for _ in range(64):
-        k = c.next_length()
-        c.observe(k, 0, 0.0, _cpu_verify(k + 1))
+        k = c.fit_draft(c.next_length(), 4)
+        c.observe(k, 0, 0.0, _cpu_verify(k + 1), match=4)
         spent += _cpu_verify(k + 1)
     assert c.off and spent <= 1.08 * 64 * _cpu_verify(1), spent / (64 * _cpu_verify(1))
 
@@ -151,7 +153,7 @@ T1 = 0.012
 
 
 def _requests(c: DraftController, n: int, tokens: int, verify, accept, draft_token_s: float,
-              lag_per_pass: int = 0):
+              lag_per_pass: int = 0, match: int = 3):
     """Run `n` requests of `tokens` tokens; per request: (time spent, plain time, draft passes)."""
     out = []
     for _ in range(n):
@@ -160,10 +162,11 @@ def _requests(c: DraftController, n: int, tokens: int, verify, accept, draft_tok
         drafts = emitted = 0
         lag = 0
         while emitted < tokens:
-            k = c.next_length(lag)
+            k = c.fit_draft(c.next_length(lag), match)  # the loop asks this of free drafts
             m = accept(k)
             catchup = lag * 0.1 * T1 if k else 0.0
-            c.observe(k, m, draft_token_s * k, verify(k + 1), catchup, lag if k else 0)
+            c.observe(k, m, draft_token_s * k, verify(k + 1), catchup, lag if k else 0,
+                      match=match if c.draft_is_free else 0)
             lag = 1 if k else lag + 1 + lag_per_pass
             spent += draft_token_s * k + catchup + verify(k + 1)
             plain += verify(1) * (m + 1)
@@ -229,3 +232,76 @@ def test_a_draft_models_catch_up_is_charged_to_the_draft_that_needs_it():
     assert c.next_length(lag=1000) == 0
     c.new_request(512)
     assert c.next_length(lag=1) > 0
+
+
+# -- free drafts judged by their match length; a draft model's acceptance carries --------------
+
+def _f32_verify(n: int) -> float:
+    """The memory-bound proxy (F32 demo target on this CPU): t1 = 15 ms, t_v(5) = 1.5 t1."""
+    return 0.015 * (1 + 0.12 * (n - 1))
+
+
+def test_free_drafts_are_cut_to_what_pays_at_their_match_length():
+    """Prompt lookup in a completion: drafts that follow a 1-token match are guesses (never
+    accepted), drafts that follow a 4-token match are copied text (always accepted). One
+    acceptance figure for both would send both or neither; per match length, the guesses stop
+    being sent within a few passes and the copies keep long drafts."""
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(400)
+    sent_guesses = []
+    for i in range(400):
+        match = 4 if i % 3 == 0 else 1
+        k = c.fit_draft(c.next_length(), match)
+        m = k if match == 4 else 0
+        c.observe(k, m, 0.0, _f32_verify(k + 1), match=match)
+        if match == 1 and i >= 60:
+            sent_guesses.append(k)
+    assert c.fit_draft(16, 4) >= 8
+    assert c.fit_draft(16, 1) == 0
+    assert sum(1 for k in sent_guesses if k) <= len(sent_guesses) * 0.1, sent_guesses  # probes only
+
+
+def _self_draft_request(c: DraftController, tokens: int, view: str,
+                        rng: random.Random) -> tuple[str, int]:
+    """One request with a Q4_0 copy of the target as draft, memory-bound: t_d = 0.37 t1, 90 % of
+    its tokens accepted, catch-up 0.0003 s a token on a 500-token prompt (a probe reads at most
+    PROBE_WINDOW + 4 of it; drafting for real reads the 4 + 512-token window); the target read
+    the prompt at 0.0004 s a token. Returns the
+    draft model's view afterwards and the passes that drafted for real (not probes)."""
+    emitted, since, real = 0, 500, 0
+    c.observe_prompt(500, 500 * 0.0004)  # the target read the prompt (an F32 batch)
+    while emitted < tokens:
+        full_lag = since if view == "full" else 4 + 512
+        probe_lag = since if view != "none" else 4 + PROBE_WINDOW
+        k = c.next_length(full_lag, probe_lag)
+        probing = c.probing
+        m = next((i for i in range(k) if rng.random() >= 0.9), k)
+        read = (probe_lag if probing else full_lag) if k else 0
+        c.observe(k, m, 0.37 * 0.015 * k, _f32_verify(k + 1), 0.0003 * read, read)
+        if k:
+            view = "full" if not probing or view == "full" else "short"
+            real += not probing
+        since = 1 if k else since + m + 1
+        emitted += m + 1
+    return view, real
+
+
+def test_a_self_draft_starts_from_a_cheap_probe_and_its_acceptance_carries():
+    """At the prior of one half no draft length pays for this pair, and a probe that first read
+    the whole prompt (~10 t1) would never fit a request's probe budget, so the draft model would
+    never start. Probes that read only recent text fit it: the first request learns the pair's
+    acceptance from them (too late in it to pay for the full catch-up), and the next request
+    starts from that acceptance: it drafts for real from its first decision."""
+    rng = random.Random(7)
+    c = DraftController(SpeculativeSettings(draft_max=16))
+    c.new_request(128)
+    assert c.rate(2, a=0.5) is None  # nothing measured yet
+    view, _ = _self_draft_request(c, 128, "none", rng)
+    assert view == "short" and c.acceptance > 0.8, (view, c.acceptance)  # learned by probes
+    assert c.costs.catchup_token == pytest.approx(0.0003)
+    assert c.rate(2, a=0.5) < c.rate(0) * 1.03  # at the prior, drafting would not pay
+    c.new_request(128)
+    assert c.next_length(lag=516) > 0  # a new prompt: it drafts from the first decision
+    c.new_request(128)
+    view, real = _self_draft_request(c, 128, view, rng)
+    assert view == "full" and real >= 20, (view, real)

@@ -152,3 +152,29 @@ def test_costs_learned_in_one_request_carry_to_the_next(models, engine_factory):
     adaptive = eng.run(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12)).stats
     assert set(learned) <= set(eng.decoder.controller.costs.verify)
     assert adaptive.probes <= 1  # at most the request's early probe: no first measurement needed
+
+
+def test_a_probe_reads_only_recent_text_and_drafting_for_real_reads_the_window(models, engine_factory):
+    """A probe's draft (window=PROBE_WINDOW) catches up on the first tokens and the last few
+    only; the next draft for real rebuilds the view over the whole window, and `lag` says so
+    before it happens (the controller prices both from it)."""
+    import numpy as np
+
+    from specterm.engine.controller import PROBE_WINDOW
+
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
+    drafter = eng.decoder.drafter
+    history = eng.target.tokenize(PROMPT * 12, add_special=True)
+    head = drafter.head
+    assert len(history) > head + PROBE_WINDOW + 50
+    greedy, rng = SamplingSettings(temperature=0.0), np.random.default_rng(0)
+    assert drafter.lag(history, PROBE_WINDOW) == head + PROBE_WINDOW
+    probe = drafter.draft(history, 2, greedy, rng, PROBE_WINDOW)
+    assert probe.catchup_tokens == head + PROBE_WINDOW and len(probe.tokens) == 2
+    drafter.accept(0)
+    full = min(len(history), head + drafter.window)
+    assert drafter.lag(history) == full and drafter.lag(history, PROBE_WINDOW) <= 2
+    real = drafter.draft(history, 2, greedy, rng)
+    assert real.catchup_tokens == full
+    drafter.accept(0)
+    assert drafter.lag(history + real.tokens[:1]) == 1  # now it only reads what is new
