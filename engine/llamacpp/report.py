@@ -78,6 +78,9 @@ class PairReport:
     kv_type: str
     vocab_compatible: bool | None  # None when there is no draft model to compare
     memory: MemoryEstimate | None
+    # The draft holds the target's own model in a lower-bit type (`specterm models derive`):
+    # same vocabulary by construction. None when there is no draft model to compare.
+    derived_draft: bool | None = None
     problems: list[str] = field(default_factory=list)  # the pair cannot work
     warnings: list[str] = field(default_factory=list)  # it works, but could do better
 
@@ -130,7 +133,11 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
             else None
         )
         vocab_compatible: bool | None = None
+        derived: bool | None = None
         if target_model is not None and draft_model is not None:
+            from .derive import is_derived_pair
+
+            derived = is_derived_pair(target_settings.path, settings.draft.model.path)
             from .pairing import check_pair
 
             try:
@@ -157,6 +164,7 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
         kv_type=settings.target.kv_type,
         vocab_compatible=vocab_compatible,
         memory=memory,
+        derived_draft=derived,
         problems=problems,
         warnings=warnings,
     )

@@ -83,6 +83,18 @@ def test_doctor_json_and_layering(sandbox: Sandbox, demo_path: str):
     assert obj["ok"] is True and obj["demo"] is True
 
 
+def test_doctor_names_a_derived_draft(sandbox: Sandbox, models, demo_path: str):
+    """A requantized copy of the target is known as such (text and --json); a different file
+    with the same vocabulary is only 'compatible'."""
+    r = sandbox.run("doctor", "--draft", models.draft_q4)
+    assert r.rc == 0, r.err
+    assert "derived copy of the target" in r.out
+    obj = json.loads(sandbox.run("doctor", "--json", "--draft", models.draft_q4).out)
+    assert obj["report"]["derived_draft"] is True
+    obj = json.loads(sandbox.run("doctor", "--json", "--draft", demo_path).out)
+    assert obj["report"]["derived_draft"] is False and obj["report"]["vocab_compatible"] is True
+
+
 def test_doctor_fails_on_an_incompatible_pair(sandbox: Sandbox, models):
     r = sandbox.run("doctor", "--draft", models.vocab_mismatch)
     assert r.rc == 2

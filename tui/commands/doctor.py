@@ -157,7 +157,10 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     else:
         out.write(f"{'Draft':<14}none (plain decoding, no speculation)\n")
 
-    if report.vocab_compatible is True:
+    if report.vocab_compatible is True and report.derived_draft:
+        vocab = ("compatible: the draft is a derived copy of the target (the same model in fewer "
+                 "bits, `specterm models derive`), so the same vocabulary by construction")
+    elif report.vocab_compatible is True:
         vocab = "compatible (draft tokens mean the same text to the target)"
     elif report.vocab_compatible is False:
         vocab = "INCOMPATIBLE (see problems)"
