@@ -33,6 +33,7 @@ from .settings import SamplingSettings
 # quarter of the catch-up), 0.44 with 256, 0.40 with 128. So 512: less is too little context.
 CATCHUP_WINDOW = 512
 CATCHUP_HEAD = 4
+PROBE_REACH = 4  # a probe with window w extends a view that is at most 4 w tokens behind
 
 
 @dataclass
@@ -169,7 +170,10 @@ class ModelDrafter:
         keep = common_prefix(self._text, history)
         if keep == len(history):
             keep -= 1  # the last token must be decoded again to get its logits
-        if keep < self._base or len(history) - keep > window:
+        # A probe (a short window) still extends a view it can reach cheaply, rather than
+        # throwing away a full one.
+        reach = window if window >= self.window else PROBE_REACH * window
+        if keep < self._base or len(history) - keep > reach:
             return True, 0
         if self._base > 0 and self._read < window:
             return True, 0
@@ -194,7 +198,7 @@ class ModelDrafter:
         if rebuild:
             self.model.clear()
             win = min(window, n_ctx - room - self.head - 1)
-            self._read = win
+            self._read = window
             if len(history) <= self.head + win:
                 self._head, self._base = 0, 0
                 todo = list(history)

@@ -198,7 +198,17 @@ class Model:
         self.n_batch = lc.llama_n_batch(ctx)
         self._mem = lc.llama_get_memory(ctx)
         self._batch = lc.llama_batch_init(self.n_batch, 0, 1)
+        self._warm_up()
         return self
+
+    def _warm_up(self) -> None:
+        """One throw-away two-token decode, as llama.cpp's own tools do at load: the first decode
+        pages the weights in and allocates the compute buffers, which would otherwise land in the
+        first request's timings (and the adaptive controller's first cost samples)."""
+        tok = max(self.bos, 0)
+        if self.n_ctx >= 2 and self.n_batch >= 2:
+            self.decode([tok, tok], 0, logits_from=1)
+            self.clear()
 
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a KV cache that cannot fit in RAM: llama.cpp would fail or the OS would kill us.
