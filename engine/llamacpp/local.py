@@ -192,15 +192,16 @@ class LocalEngine:
 
     async def set_drafter(self, draft: DraftSettings) -> None:
         await self.cancel()
+        await self._call(lambda: self.use_drafter(draft))
 
-        def switch() -> None:
-            assert self.decoder is not None
-            new = self._make_drafter(draft)  # raises before the old drafter is touched
-            self.decoder.drafter.close()
-            self.decoder.set_drafter(new)
-            self._update_info(new)
-
-        await self._call(switch)
+    def use_drafter(self, draft: DraftSettings) -> None:
+        """Switch drafters on the calling thread (the worker; the bench between its runs). The
+        new drafter is built first, so a bad one leaves the old in place."""
+        assert self.decoder is not None
+        new = self._make_drafter(draft)
+        self.decoder.drafter.close()
+        self.decoder.set_drafter(new)
+        self._update_info(new)
 
     async def remember(self, text: str) -> None:
         """Queue `text` for the session drafter's index, on the worker: the caller (a keystroke, a

@@ -85,6 +85,22 @@ def test_greedy_outputs_match_with_a_near_perfect_draft(bench, demo_path):
     assert task["predicted_speedup"] is None or _is_number(task["predicted_speedup"])
 
 
+def test_other_drafters_side_by_side_in_one_run(bench):
+    """--also: every task again with the session drafter, against its own plain runs, beside the
+    main drafter's figures; the table says the ratio."""
+    r = bench("--json", "--tasks", "2", "--draft", "lookup", "--also", "session", *TINY)
+    data = r.json()
+    assert data["draft_kind"] == "lookup"
+    [also] = data["also"]
+    assert also["draft_kind"] == "session"
+    assert [t["name"] for t in also["tasks"]] == [t["name"] for t in data["tasks"]]
+    for task in also["tasks"]:
+        assert _is_number(task["speedup"]) and task["plain"]["drafted"] == 0
+        assert task["speculative"]["requests"] == 1
+    assert SUMMARY_KEYS <= set(also["summary"])
+    assert "side by side" in r.err and "ratio" in r.err
+
+
 def test_no_drafter_reports_no_acceptance(bench):
     data = bench("--json", "--tasks", "1", "--draft", "none", "--no-costs", *TINY).json()
     (task,) = data["tasks"]
@@ -149,3 +165,5 @@ def test_bad_flags_exit_2(bench, tmp_path: Path):
     _clean_error(bench("--draft", str(tmp_path / "nope.gguf")), "nope.gguf")
     _clean_error(bench("--plot", str(tmp_path / "chart.gif")), "must end in .png, .svg, .pdf")
     _clean_error(bench("--plot", str(tmp_path / "no" / "chart.png")), "does not exist")
+    _clean_error(bench("--also", "none"), "plain side of every comparison")
+    _clean_error(bench("--also", str(tmp_path / "nope.gguf")), "neither lookup, session nor a GGUF file")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..config import Settings
+from .bench_also import draft_settings, parse_also, run_also, write_also
 from .bench_plot import check_plot_target, write_plot
 from .common import TtyProgress, UsageError, read_user_text
 
@@ -87,6 +88,9 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
                    help="memory-bound: an F32 copy of the target, a Q4_0 copy as draft (what a GPU user "
                    "sees, on a CPU); compute-bound: the target as is, a Q2_K copy as draft; a --draft "
                    "flag overrides the derived draft (default: as-configured)")
+    p.add_argument("--also", type=parse_also, default=[], metavar="DRAFTER,...",
+                   help="also run every task with these drafters (lookup, session or a GGUF path), "
+                   "side by side in the same run, each against its own plain runs")
     p.add_argument("--compare-llama-cpp", action="store_true",
                    help="also run llama.cpp's own speculative decoding on the same pair and tasks "
                    "(needs the binaries bench/build_llama_cpp.sh builds; skipped with a note otherwise)")
@@ -198,6 +202,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     plot_path = check_plot_target(args.plot) if args.plot else None
     progress = TtyProgress()
     engine_settings, regime = regime_settings(args, settings, progress)
+    for item in args.also:  # a bad --also item is reported before any model loads
+        draft_settings(item, engine_settings)
     engine = make_local_engine(settings, engine_settings=engine_settings, on_progress=progress)
     try:
         engine.load()
@@ -214,11 +220,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                   f"acceptance {_f(sp.acceptance, '.0%')}, mean acceptance length "
                   f"{_f(getattr(sp, 'mean_acceptance_length', None), '.2f')}", file=sys.stderr, flush=True)
 
-        bench = Bench(engine, repeat=args.repeat, on_progress=on_progress, measure_costs=not args.no_costs,
-                      on_task=on_task)
+        def make_bench() -> Bench:
+            return Bench(engine, repeat=args.repeat, on_progress=on_progress,
+                         measure_costs=not args.no_costs, on_task=on_task)
+
+        bench = make_bench()
         report = bench.run(tasks, args.sweep)
         data = report.to_dict()
         data["settings"].update(regime)
+        if args.also:
+            data["also"] = run_also(engine, engine_settings, args.also, tasks, make_bench)
         if args.compare_llama_cpp:
             data["llama_cpp"] = compare_with_llama_cpp(bench, data, engine_settings, tasks, args, progress)
     finally:
@@ -226,6 +237,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         engine.close_sync()
     table_stream = sys.stderr if args.json else sys.stdout
     write_table(data, table_stream)
+    if data.get("also"):
+        write_also(data, data["also"], table_stream)
     if plot_path is not None:
         write_plot(data, plot_path)
         print(f"chart written to {plot_path}", file=sys.stderr)
