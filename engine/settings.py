@@ -33,7 +33,7 @@ class DraftSettings:
     # the default until the session drafter's figures are measured on a quiet machine (issue 13).
     kind: DraftKind = "lookup"
     model: ModelSettings | None = None  # set when kind == "model"
-    hybrid: bool = False  # with a draft model: the session drafter beside it, the better guess each pass
+    hybrid: bool = False  # with a draft model (only then): the session drafter beside it, the better guess each pass
     session_mb: int = 32  # memory cap of the session drafter's index (in memory only, never saved)
 
 

@@ -283,7 +283,7 @@ class Settings:
         )
         d = self.draft
         if m.draft in DRAFT_KEYWORDS:
-            draft = DraftSettings(kind=m.draft, session_mb=d.session_mb)  # type: ignore[arg-type]
+            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb)  # type: ignore[arg-type]
         else:
             draft = DraftSettings(
                 kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers),

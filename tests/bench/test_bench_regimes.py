@@ -48,6 +48,12 @@ def test_compute_bound_drafts_with_a_q2_k_copy(bench):
     assert data["draft_kind"] == "model"
 
 
+def test_a_regime_keeps_hybrid_beside_its_derived_draft(bench):
+    """--hybrid with a regime's derived draft: the session drafter still sits beside the model."""
+    data = bench("--json", "--regime", "compute-bound", "--hybrid", "--tasks", "1", "--no-costs", *TINY).json()
+    assert data["draft_kind"] == "hybrid" and data["draft"].startswith("session+")
+
+
 def test_compare_llama_cpp_is_skipped_with_a_note_without_binaries(bench):
     # the fixture's HOME is empty, so the default build folder has no binaries
     r = bench("--json", "--compare-llama-cpp", "--draft", "lookup", "--tasks", "1", "--no-costs", *TINY)

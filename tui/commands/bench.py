@@ -156,7 +156,7 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
     command line keeps its draft (lookup, none or a file) in either regime."""
     from dataclasses import replace
 
-    from specterm.engine.settings import DEMO_TARGET, DraftSettings
+    from specterm.engine.settings import DEMO_TARGET
 
     es = settings.engine_settings()
     if args.regime == "as-configured":
@@ -181,8 +181,9 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
     if not hasattr(args, "draft"):
         kind = "q4_0" if args.regime == "memory-bound" else "q2_k"
         path = str(ensure_copy(target_path, kind, draft=True, on_progress=show))
-        draft = DraftSettings(kind="model", model=replace(target, path=path, gpu_layers=es.draft.model.gpu_layers
-                                                          if es.draft.model else target.gpu_layers))
+        draft = replace(es.draft, kind="model",
+                        model=replace(target, path=path, gpu_layers=es.draft.model.gpu_layers
+                                      if es.draft.model else target.gpu_layers))  # --hybrid stays
         info["derived_draft"] = path
     progress.clear()
     return replace(es, target=target, draft=draft), info
