@@ -315,6 +315,8 @@ class DraftController:
         length that does not pay is probed now and then, from the request's probe budget."""
         if not (self.adaptive and self.draft_is_free) or proposed <= 0:
             return proposed
+        if self.probing:  # next_length forced this draft already (its budget is counted)
+            return min(proposed, self.length)
         fit = self.costs.line()
         t1 = self.costs.verify.get(1)
         if fit is None or t1 is None:
@@ -355,10 +357,15 @@ class DraftController:
         fit = self.costs.line()
         known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
         if known and self.draft_is_free:
-            # Drafting is free: draft at full length and let `fit_draft` judge each proposal
-            # by its match length (what it cuts or drops costs nothing).
-            return dmax
-        if known and (self._fresh or not self.off):
+            # Drafting is nearly free: draft at full length and let `fit_draft` judge each
+            # proposal by its match length, as long as some match length could pay at its
+            # acceptance; otherwise not even the drafter runs (a probe now and then, below).
+            a_best = max(self.acceptance_for(b) for b in range(1, _MATCH_BUCKETS + 1))
+            base = self.rate(0, fit)
+            if any((self.rate(g, fit, a=a_best) or 0.0) >= base * _MARGIN for g in range(1, dmax + 1)):
+                return dmax
+            self.off = True
+        if known and not self.draft_is_free and (self._fresh or not self.off):
             self._fresh = False
             base = self.rate(0, fit)
             best_g, best_r = 0, base

@@ -305,3 +305,20 @@ def test_a_self_draft_starts_from_a_cheap_probe_and_its_acceptance_carries():
     c.new_request(128)
     view, real = _self_draft_request(c, 128, view, rng)
     assert view == "full" and real >= 20, (view, real)
+
+
+def test_a_free_drafter_is_not_even_asked_where_no_match_length_pays():
+    """The compute-bound demo pair (t_v(2) = 1.8 t1) with prompt lookup or the session drafter:
+    at the acceptance of an untried match length (1/2) no draft pays, so the drafter is not even
+    run (its microseconds add up over every pass), except for the budgeted probes."""
+    compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(300)
+    asked = 0
+    for _ in range(300):
+        k = c.next_length()
+        if k:
+            asked += 1
+            k = c.fit_draft(k, 2)
+        c.observe(k, 0, 0.0, compute(k + 1), match=2 if k else 0)
+    assert c.off and asked <= 300 * 0.08, asked
