@@ -67,6 +67,16 @@ class HealIndex:
         return m
 
 
+def ranked_choice(logits: np.ndarray, rank: int, mask: np.ndarray | None = None) -> int:
+    """The `rank`-th most likely token (0: the argmax) among those `mask` allows; the least likely
+    allowed one when fewer are allowed."""
+    scores = logits if mask is None else np.where(mask, logits, -np.inf)
+    allowed = int(np.count_nonzero(np.isfinite(scores))) if mask is not None else len(scores)
+    k = min(rank, max(allowed - 1, 0))
+    top = np.argpartition(-scores, k)[: k + 1]
+    return int(top[np.argsort(-scores[top], kind="stable")][k])
+
+
 class TextStream:
     """Bytes in, text out: incremental UTF-8 decoding plus stop strings.
 
@@ -132,6 +142,7 @@ class GenerationJob:
     on_text: Callable[[str], None] | None = None
     on_stats: Callable[[Stats], None] | None = None
     fixed_draft: int | None = None  # bench sweeps: this draft length, adaptive off
+    first_rank: int = 0  # the first token is the k-th most likely (an alternative suggestion)
 
 
 @dataclass
@@ -185,6 +196,29 @@ class SpeculativeDecoder:
         self.drafter.rewind(n_keep)
 
     # -- prompt ----------------------------------------------------------------------------------
+    def prewarm(self, tokens: list[int], stop: Callable[[], bool]) -> int:
+        """Decode what the KV cache lacks of `tokens` (a later prompt's start), n_batch tokens at
+        a time, until `stop()`; returns how many were decoded. The next request's prefill reuses
+        them as it reuses any cached prefix."""
+        keep = common_prefix(self.cached, tokens)
+        if keep < len(self.cached) and keep < len(tokens):
+            if not self.target.trim(keep):
+                self.target.clear()
+                keep = 0
+            self.cached = self.cached[:keep]
+        elif keep == len(tokens):
+            return 0
+        done = 0
+        n = self.target.n_batch
+        for i in range(keep, len(tokens), n):
+            if stop() or i + 1 >= self.target.n_ctx:
+                break
+            piece = tokens[i: min(i + n, self.target.n_ctx - 1)]
+            self.target.decode(piece, i, logits_from=len(piece))  # no logits wanted
+            self.cached.extend(piece)
+            done += len(piece)
+        return done
+
     def _prefill(self, prompt: list[int], stats: Stats) -> None:
         """Decode only what the KV cache does not already hold, leaving logits after prompt[-1]."""
         if len(prompt) >= self.target.n_ctx:
@@ -283,7 +317,10 @@ class SpeculativeDecoder:
         # The prompt pass yields the first token. While healed text remains, each token must agree
         # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
         mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
-        first = self._choose(target.logits(), job.sampling, rng, mask)
+        if job.first_rank:
+            first = ranked_choice(target.logits(), job.first_rank, mask)
+        else:
+            first = self._choose(target.logits(), job.sampling, rng, mask)
         stats.target_passes = 1
         now = time.perf_counter()
         stats.generation_time_s = now - t_start

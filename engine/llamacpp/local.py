@@ -149,6 +149,7 @@ class LocalEngine:
             fim=t.fim is not None,
             chat_template=t.chat_template is not None,
             backend="local",
+            alternatives=True,
         )
 
     async def start(self) -> None:
@@ -178,8 +179,11 @@ class LocalEngine:
         await self.cancel()
         if self._thread is not None:
             self._jobs.put(None)
-            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10)
+            thread = self._thread
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, 60)
             self._thread = None
+            if thread.is_alive():  # still inside one long decode: freeing its model would crash
+                return
         self.close_sync()
 
     def close_sync(self) -> None:
@@ -218,6 +222,26 @@ class LocalEngine:
             return
         tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
         drafter.remember(tokens)
+
+    async def prewarm(self, request: Request) -> None:
+        """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
+        yields to any request that arrives meanwhile, between n_batch pieces."""
+        if isinstance(request, CompletionRequest) and self.decoder is not None:
+            self._jobs.put(lambda: self.prewarm_sync(request))
+
+    def prewarm_sync(self, request: CompletionRequest) -> int:
+        """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded."""
+        if self.decoder is None or self.target is None:
+            return 0
+        with self._lock:
+            if self._running is not None or self._waiting:
+                return 0
+        fp = build_fim_prompt(self.target, request, request.max_tokens)
+        try:
+            return self.decoder.prewarm(fp.tokens[: fp.warm], stop=lambda: bool(self._waiting))
+        except EngineError:
+            self.decoder.forget()  # best effort: the next request decodes everything
+            return 0
 
     def session_stats(self) -> Stats:
         with self._lock:
@@ -350,10 +374,12 @@ class LocalEngine:
         stop_tokens: frozenset[int] = frozenset()
         check_text = None
         deadline = None
+        first_rank = 0
         if isinstance(request, CompletionRequest):
             fp = build_fim_prompt(target, request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
+            first_rank = request.first_token_rank
             if request.time_budget_s:
                 deadline = time.perf_counter() + request.time_budget_s
         elif isinstance(request, ChatRequest):
@@ -381,7 +407,7 @@ class LocalEngine:
         job = GenerationJob(
             prompt=tokens, max_tokens=max_tokens, sampling=sampling, stop=stop,
             stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
-            on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
+            on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft, first_rank=first_rank,
         )
         result = self.decoder.generate(job)
         # What the model wrote is part of the session: a later answer or edit may repeat it.

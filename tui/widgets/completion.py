@@ -100,21 +100,28 @@ class Completer:
 
     async def stream(self, request_id: int, request: CompletionRequest) -> AsyncIterator[Event]:
         """Stream one completion; every event also goes to the app's sink. A newer request makes the
-        engine end this one ("superseded")."""
+        engine end this one ("superseded"). Alternatives (`first_token_rank` > 0) are neither
+        reported nor cached: the figures and the cache are the main suggestion's."""
         engine = self.engine
         if engine is None:
             return
         self._active = request_id
         try:
             async for event in engine.stream(request):
-                if self.event_sink is not None:
+                main = not request.first_token_rank
+                if self.event_sink is not None and main:
                     self.event_sink("completion", event)
-                if isinstance(event, Finished) and worth_caching(event.reason, event.text):
+                if isinstance(event, Finished) and main and worth_caching(event.reason, event.text):
                     self.cache.put(request.prefix, request.suffix, event.text)
                 yield event
         finally:
             if self._active == request_id:
                 self._active = None
+
+    async def prewarm(self, request: CompletionRequest) -> None:
+        """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""
+        if self.engine is not None and self._active is None and self.blocked_by is None:
+            await self.engine.prewarm(request)
 
     async def cancel(self, request_id: int) -> None:
         """Cancel the completion `request_id` if it is the one running. Never while a chat answer
