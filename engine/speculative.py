@@ -143,6 +143,10 @@ class GenerationJob:
     on_stats: Callable[[Stats], None] | None = None
     fixed_draft: int | None = None  # bench sweeps: this draft length, adaptive off
     first_rank: int = 0  # the first token is the k-th most likely (an alternative suggestion)
+    # Decode the prompt in pieces of this many tokens, asking should_stop between them (0: in
+    # n_batch pieces, unstoppable): an editor's superseded completion stops within one piece
+    # instead of holding every core through a long prompt while the user types.
+    prefill_piece: int = 0
 
 
 @dataclass
@@ -196,10 +200,10 @@ class SpeculativeDecoder:
         self.drafter.rewind(n_keep)
 
     # -- prompt ----------------------------------------------------------------------------------
-    def prewarm(self, tokens: list[int], stop: Callable[[], bool]) -> int:
-        """Decode what the KV cache lacks of `tokens` (a later prompt's start), n_batch tokens at
-        a time, until `stop()`; returns how many were decoded. The next request's prefill reuses
-        them as it reuses any cached prefix."""
+    def prewarm(self, tokens: list[int], stop: Callable[[], bool], piece: int = 0) -> int:
+        """Decode what the KV cache lacks of `tokens` (a later prompt's start), `piece` tokens
+        (default n_batch) at a time, until `stop()`; returns how many were decoded. The next
+        request's prefill reuses them as it reuses any cached prefix."""
         keep = common_prefix(self.cached, tokens)
         if keep < len(self.cached) and keep < len(tokens):
             if not self.target.trim(keep):
@@ -209,7 +213,7 @@ class SpeculativeDecoder:
         elif keep == len(tokens):
             return 0
         done = 0
-        n = self.target.n_batch
+        n = min(piece or self.target.n_batch, self.target.n_batch)
         for i in range(keep, len(tokens), n):
             if stop() or i + 1 >= self.target.n_ctx:
                 break
@@ -219,8 +223,11 @@ class SpeculativeDecoder:
             done += len(piece)
         return done
 
-    def _prefill(self, prompt: list[int], stats: Stats) -> None:
-        """Decode only what the KV cache does not already hold, leaving logits after prompt[-1]."""
+    def _prefill(self, prompt: list[int], stats: Stats, piece: int = 0,
+                 should_stop: Callable[[], str | None] | None = None) -> str | None:
+        """Decode only what the KV cache does not already hold, leaving logits after prompt[-1].
+        With `piece`, `should_stop` is asked between pieces: its reason when it stopped (the KV
+        cache then holds the part decoded, and `cached` says so), else None."""
         if len(prompt) >= self.target.n_ctx:
             raise ContextOverflowError(
                 f"The prompt is {len(prompt)} tokens but the context of {self.target.name} holds "
@@ -235,7 +242,15 @@ class SpeculativeDecoder:
             keep = 0
         self.cached = self.cached[:keep]
         t0 = time.perf_counter()
-        self.target.decode_prompt(prompt[keep:], keep)
+        rest = prompt[keep:]
+        step = piece if piece and should_stop is not None else max(len(rest), 1)
+        for i in range(0, len(rest), step):
+            why = should_stop() if i and should_stop is not None else None
+            if why:
+                self.cached = list(prompt[: keep + i])
+                stats.prompt_time_s = time.perf_counter() - t0
+                return why
+            self.target.decode_prompt(rest[i: i + step], keep + i)
         stats.prompt_time_s = time.perf_counter() - t0
         self.controller.observe_prompt(len(prompt) - keep, stats.prompt_time_s)
         # A draft model reads the prompt only if and when it drafts (lazily, a window of it).
@@ -243,6 +258,7 @@ class SpeculativeDecoder:
         self.cached = list(prompt)
         stats.prompt_tokens = len(prompt)
         stats.prompt_tokens_decoded = len(prompt) - keep
+        return None
 
     # -- one token choice from a single logits row ----------------------------------------------
     def _choose(self, logits: np.ndarray, sampling: SamplingSettings, rng, mask=None) -> int:
@@ -265,7 +281,9 @@ class SpeculativeDecoder:
         draft_rng = np.random.default_rng([job.sampling.seed, 1])
         stream = TextStream(job.stop)
         emitted: list[int] = []
-        self._prefill(job.prompt, stats)
+        why = self._prefill(job.prompt, stats, job.prefill_piece, job.should_stop)
+        if why:
+            return GenerationResult("", why, stats)
         if job.max_tokens <= 0:
             return GenerationResult("", "length", stats)
         t_start = time.perf_counter()  # tokens/s measures generation; prompt time is separate

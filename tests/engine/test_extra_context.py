@@ -81,3 +81,17 @@ def test_prewarm_makes_the_next_request_decode_only_the_rest(repo_model, engine_
     typed = CompletionRequest(**{**REQUEST.__dict__, "prefix": REQUEST.prefix + "2.0"})
     after = eng.run(typed).stats
     assert after.prompt_tokens_decoded < after.prompt_tokens // 2
+
+
+def test_a_completion_prompt_stops_between_pieces_and_keeps_what_it_decoded(models, engine_factory):
+    from specterm.engine.llamacpp.local import PREFILL_PIECE
+
+    eng = engine_factory(models.fim, "none")
+    long = CompletionRequest(prefix="".join(f"value_{i} = {i} * 2\n" for i in range(120)), suffix="\n",
+                             max_tokens=8)
+    stopped = eng.run(long, cancelled=lambda: "superseded")
+    assert stopped.reason == "superseded" and stopped.text == "" and stopped.stats.tokens == 0
+    assert len(eng.decoder.cached) == PREFILL_PIECE  # one piece decoded, and the cache says so
+    whole = eng.run(long).stats
+    assert whole.prompt_tokens > 3 * PREFILL_PIECE
+    assert whole.prompt_tokens_decoded == whole.prompt_tokens - PREFILL_PIECE  # that piece reused

@@ -271,6 +271,10 @@ class EditorTabs(Vertical):
         open_file = self.file_of(event.text_area)
         if open_file is not None:
             self.refresh_label(open_file)
+            if self.completer.prewarming:
+                self.run_worker(self.completer.stop_prewarm(), exit_on_error=False)
+            if self._prewarm is not None:
+                self._schedule_prewarm()  # only once typing pauses
             row = open_file.editor.cursor_location[0]
             last = self._ring_rows.get(open_file.pane_id)
             if last is None or abs(row - last) >= CHUNK_LINES // 2:
