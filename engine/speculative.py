@@ -143,10 +143,12 @@ class GenerationJob:
     on_stats: Callable[[Stats], None] | None = None
     fixed_draft: int | None = None  # bench sweeps: this draft length, adaptive off
     first_rank: int = 0  # the first token is the k-th most likely (an alternative suggestion)
-    # Decode the prompt in pieces of this many tokens, asking should_stop between them (0: in
+    # Decode the prompt in pieces of this many tokens, asking stop_prefill between them (0: in
     # n_batch pieces, unstoppable): an editor's superseded completion stops within one piece
-    # instead of holding every core through a long prompt while the user types.
+    # instead of holding every core through a long prompt while the user types. Cancellation
+    # only: a time budget is checked from the first token on, as before.
     prefill_piece: int = 0
+    stop_prefill: Callable[[], str | None] | None = None
 
 
 @dataclass
@@ -281,7 +283,7 @@ class SpeculativeDecoder:
         draft_rng = np.random.default_rng([job.sampling.seed, 1])
         stream = TextStream(job.stop)
         emitted: list[int] = []
-        why = self._prefill(job.prompt, stats, job.prefill_piece, job.should_stop)
+        why = self._prefill(job.prompt, stats, job.prefill_piece, job.stop_prefill)
         if why:
             return GenerationResult("", why, stats)
         if job.max_tokens <= 0:

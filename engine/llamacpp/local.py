@@ -420,6 +420,7 @@ class LocalEngine:
             stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft, first_rank=first_rank,
             prefill_piece=PREFILL_PIECE if isinstance(request, CompletionRequest) else 0,
+            stop_prefill=cancelled,
         )
         result = self.decoder.generate(job)
         # What the model wrote is part of the session: a later answer or edit may repeat it.

@@ -346,7 +346,7 @@ class RemoteEngine:
         if (not isinstance(request, CompletionRequest) or self.server is None
                 or self.server.kind != "llama-server" or self._infill is False):
             return
-        _, body, _ = await self._plan(replace(request, max_tokens=0), infill=True)
+        _, body, _ = await self._plan(request, infill=True)  # the same budget: the same prompt
         body.update(stream=False, n_predict=0)
         await self.http.post_quiet("/infill", body, timeout=10.0)
 
