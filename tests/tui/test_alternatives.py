@@ -3,6 +3,8 @@ Tab accepts the one shown, an edit stops them."""
 
 from __future__ import annotations
 
+from textual import events
+
 from specterm.tui.app import SpectermApp
 
 from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
@@ -36,6 +38,14 @@ async def test_alternatives_cycle_and_tab_accepts_the_one_shown(project, setting
         await pilot.press("alt+right_square_bracket")  # round to the first
         assert editor.ghost_text == first and editor.alternatives_marker.startswith("1/")
         await pilot.press("alt+left_square_bracket")  # back to the last
+        assert editor.ghost_text == seen[-1]
+        # What a terminal without the kitty protocol sends (ESC n, ESC p): alt+n carrying the
+        # printable "n", which must cycle, not type.
+        app._driver.send_message(events.Key("alt+n", "n"))
+        await pilot.pause()
+        assert editor.ghost_text == first
+        app._driver.send_message(events.Key("alt+p", "p"))
+        await pilot.pause()
         shown = editor.ghost_text
         assert shown == seen[-1]
         assert editor.text == REPETITIVE  # cycling never touches the document

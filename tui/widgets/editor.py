@@ -52,6 +52,9 @@ from .highlight import (
     window_bounds,
 )
 
+# Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
+# that TextArea would insert before any binding ran.
+ALTERNATIVE_KEYS = {"alt+right_square_bracket": 1, "alt+n": 1, "alt+left_square_bracket": -1, "alt+p": -1}
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 INCREMENTAL_HIGHLIGHT_LINES = 400  # above this, keystrokes re-lex only the edited lines at once
 FULL_HIGHLIGHT_DELAY_S = 0.3
@@ -82,8 +85,6 @@ class CodeEditor(TextArea):
         Binding("ctrl+end", "document_end", "End of file", show=False),
         Binding("ctrl+shift+home", "document_start(True)", "Select to start of file", show=False),
         Binding("ctrl+shift+end", "document_end(True)", "Select to end of file", show=False),
-        Binding("alt+right_square_bracket,alt+n", "alternative(1)", "Next suggestion", show=False),
-        Binding("alt+left_square_bracket,alt+p", "alternative(-1)", "Previous suggestion", show=False),
     ]
 
     class Copied(Message):
@@ -319,6 +320,11 @@ class CodeEditor(TextArea):
     # -- keys -------------------------------------------------------------------------------------
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key in ALTERNATIVE_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.action_alternative(ALTERNATIVE_KEYS[event.key])
+            return
         if self._ghost_visible and event.key == "tab":
             event.stop()
             event.prevent_default()
