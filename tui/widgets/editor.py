@@ -10,7 +10,9 @@ Lifecycle of a suggestion:
 - text streams in token by token and is shown as it arrives;
 - typing characters that match the suggestion consumes them (no new request);
 - any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request;
-- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step.
+- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step;
+- once it has finished, alternatives are computed while nothing changes (tui/widgets/alternatives.py)
+  and Alt+] / Alt+[ (alt+n / alt+p) cycle them.
 """
 
 from __future__ import annotations
@@ -278,7 +280,7 @@ class CodeEditor(TextArea):
         """The suggestion shown has finished: compute alternatives while nothing changes."""
         completer = self.completer
         engine = completer.engine if completer is not None else None
-        if completer is None or engine is None or not getattr(engine.info, "alternatives", False):
+        if completer is None or engine is None or not engine.info.alternatives:
             return
         alts = ghost.alternatives = Alternatives([ghost.full])
         self.run_worker(

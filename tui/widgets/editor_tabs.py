@@ -205,8 +205,9 @@ class EditorTabs(Vertical):
         self._prewarm = None
         editor = self.active_editor
         open_file = self.active_file
-        if editor is None or open_file is None or not self.completer.ready or editor.completion_pending:
-            return
+        if (editor is None or open_file is None or not self.completer.ready or editor.completion_pending
+                or not self.completer.options.auto):
+            return  # with automatic completions off, nothing runs in the background either
         prefix, suffix = editor.prefix_suffix()
         request = self.completer.build_request(prefix, suffix, str(open_file.file.path))
         self.run_worker(self.completer.prewarm(request), group="prewarm", exit_on_error=False)
