@@ -33,5 +33,10 @@ class Engine(Protocol):
         """Let a session drafter index text the session saw (an opened file, an answer); a no-op
         for engines without one. Indexing runs on the engine's worker, never on the caller."""
 
+    async def prewarm(self, request: Request) -> None:
+        """While idle, decode the start of the prompt `request` would have (the extra context and
+        the prefix but its end) into the KV cache, so the next request there decodes only the
+        rest. Best effort and low priority: any request stops it; a no-op where unsupported."""
+
     async def close(self) -> None:
         """Free models and stop the worker."""

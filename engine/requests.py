@@ -40,6 +40,9 @@ class CompletionRequest:
 
     `multiline=False` stops at the end of the line; `max_lines` caps a multi-line suggestion;
     `time_budget_s` ends the completion when it would keep an editor waiting too long.
+    `first_token_rank` k > 0 asks for an alternative: the target's k-th most likely first token
+    (0 is the most likely), then its own greedy continuation — distinct first tokens, so distinct
+    suggestions. Engines that cannot (`EngineInfo.alternatives` False) answer with an error.
     """
 
     prefix: str
@@ -52,6 +55,7 @@ class CompletionRequest:
     multiline: bool = True
     max_lines: int = 16
     time_budget_s: float | None = None
+    first_token_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,4 +106,5 @@ class EngineInfo:
     fim: bool = False
     chat_template: bool = False
     backend: str = "local"
+    alternatives: bool = False  # answers CompletionRequest.first_token_rank > 0
     extra: dict = field(default_factory=dict)

@@ -67,6 +67,16 @@ class HealIndex:
         return m
 
 
+def ranked_choice(logits: np.ndarray, rank: int, mask: np.ndarray | None = None) -> int:
+    """The `rank`-th most likely token (0: the argmax) among those `mask` allows; the least likely
+    allowed one when fewer are allowed."""
+    scores = logits if mask is None else np.where(mask, logits, -np.inf)
+    allowed = int(np.count_nonzero(np.isfinite(scores))) if mask is not None else len(scores)
+    k = min(rank, max(allowed - 1, 0))
+    top = np.argpartition(-scores, k)[: k + 1]
+    return int(top[np.argsort(-scores[top], kind="stable")][k])
+
+
 class TextStream:
     """Bytes in, text out: incremental UTF-8 decoding plus stop strings.
 
@@ -132,6 +142,13 @@ class GenerationJob:
     on_text: Callable[[str], None] | None = None
     on_stats: Callable[[Stats], None] | None = None
     fixed_draft: int | None = None  # bench sweeps: this draft length, adaptive off
+    first_rank: int = 0  # the first token is the k-th most likely (an alternative suggestion)
+    # Decode the prompt in pieces of this many tokens, asking stop_prefill between them (0: in
+    # n_batch pieces, unstoppable): an editor's superseded completion stops within one piece
+    # instead of holding every core through a long prompt while the user types. Cancellation
+    # only: a time budget is checked from the first token on, as before.
+    prefill_piece: int = 0
+    stop_prefill: Callable[[], str | None] | None = None
 
 
 @dataclass
@@ -185,8 +202,34 @@ class SpeculativeDecoder:
         self.drafter.rewind(n_keep)
 
     # -- prompt ----------------------------------------------------------------------------------
-    def _prefill(self, prompt: list[int], stats: Stats) -> None:
-        """Decode only what the KV cache does not already hold, leaving logits after prompt[-1]."""
+    def prewarm(self, tokens: list[int], stop: Callable[[], bool], piece: int = 0) -> int:
+        """Decode what the KV cache lacks of `tokens` (a later prompt's start), `piece` tokens
+        (default n_batch) at a time, until `stop()`; returns how many were decoded. The next
+        request's prefill reuses them as it reuses any cached prefix."""
+        keep = common_prefix(self.cached, tokens)
+        if keep < len(self.cached) and keep < len(tokens):
+            if not self.target.trim(keep):
+                self.target.clear()
+                keep = 0
+            self.cached = self.cached[:keep]
+        elif keep == len(tokens):
+            return 0
+        done = 0
+        n = min(piece or self.target.n_batch, self.target.n_batch)
+        for i in range(keep, len(tokens), n):
+            if stop() or i + 1 >= self.target.n_ctx:
+                break
+            piece = tokens[i: min(i + n, self.target.n_ctx - 1)]
+            self.target.decode(piece, i, logits_from=len(piece))  # no logits wanted
+            self.cached.extend(piece)
+            done += len(piece)
+        return done
+
+    def _prefill(self, prompt: list[int], stats: Stats, piece: int = 0,
+                 should_stop: Callable[[], str | None] | None = None) -> str | None:
+        """Decode only what the KV cache does not already hold, leaving logits after prompt[-1].
+        With `piece`, `should_stop` is asked between pieces: its reason when it stopped (the KV
+        cache then holds the part decoded, and `cached` says so), else None."""
         if len(prompt) >= self.target.n_ctx:
             raise ContextOverflowError(
                 f"The prompt is {len(prompt)} tokens but the context of {self.target.name} holds "
@@ -201,7 +244,15 @@ class SpeculativeDecoder:
             keep = 0
         self.cached = self.cached[:keep]
         t0 = time.perf_counter()
-        self.target.decode_prompt(prompt[keep:], keep)
+        rest = prompt[keep:]
+        step = piece if piece and should_stop is not None else max(len(rest), 1)
+        for i in range(0, len(rest), step):
+            why = should_stop() if i and should_stop is not None else None
+            if why:
+                self.cached = list(prompt[: keep + i])
+                stats.prompt_time_s = time.perf_counter() - t0
+                return why
+            self.target.decode_prompt(rest[i: i + step], keep + i)
         stats.prompt_time_s = time.perf_counter() - t0
         self.controller.observe_prompt(len(prompt) - keep, stats.prompt_time_s)
         # A draft model reads the prompt only if and when it drafts (lazily, a window of it).
@@ -209,6 +260,7 @@ class SpeculativeDecoder:
         self.cached = list(prompt)
         stats.prompt_tokens = len(prompt)
         stats.prompt_tokens_decoded = len(prompt) - keep
+        return None
 
     # -- one token choice from a single logits row ----------------------------------------------
     def _choose(self, logits: np.ndarray, sampling: SamplingSettings, rng, mask=None) -> int:
@@ -231,7 +283,9 @@ class SpeculativeDecoder:
         draft_rng = np.random.default_rng([job.sampling.seed, 1])
         stream = TextStream(job.stop)
         emitted: list[int] = []
-        self._prefill(job.prompt, stats)
+        why = self._prefill(job.prompt, stats, job.prefill_piece, job.stop_prefill)
+        if why:
+            return GenerationResult("", why, stats)
         if job.max_tokens <= 0:
             return GenerationResult("", "length", stats)
         t_start = time.perf_counter()  # tokens/s measures generation; prompt time is separate
@@ -283,7 +337,10 @@ class SpeculativeDecoder:
         # The prompt pass yields the first token. While healed text remains, each token must agree
         # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
         mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
-        first = self._choose(target.logits(), job.sampling, rng, mask)
+        if job.first_rank:
+            first = ranked_choice(target.logits(), job.first_rank, mask)
+        else:
+            first = self._choose(target.logits(), job.sampling, rng, mask)
         stats.target_passes = 1
         now = time.perf_counter()
         stats.generation_time_s = now - t_start

@@ -42,8 +42,8 @@ from .widgets.status_bar import StatusBar, StatusModel
 TREE_WIDTH = 100  # from this many columns the file tree starts open
 CHAT_WIDTH = 140  # from this many columns the chat pane starts open too
 CONTEXT_LINES = 30  # lines around the cursor sent with a chat question when nothing is selected
-NEIGHBOUR_FILES = 2  # other open files offered as context for a completion
-NEIGHBOUR_CHARS = 3000
+CONTEXT_CHUNKS = 6  # chunks of the context ring (other files, copies) offered with a completion
+AROUND_LINES = 32  # lines around the cursor the chunks are picked by
 
 
 class SpectermApp(App[int]):
@@ -95,7 +95,7 @@ class SpectermApp(App[int]):
         self.completer = Completer(
             CompletionOptions.from_config(settings.completion),
             event_sink=self._engine_event,
-            context_files=lambda path: self.editor_tabs.context_files(path, NEIGHBOUR_FILES, NEIGHBOUR_CHARS),
+            context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
         self._layout: tuple[bool, bool] | None = None

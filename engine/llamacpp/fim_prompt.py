@@ -2,8 +2,13 @@
 
 Layout (the target's own FIM tokens, as llama.cpp's server builds /infill prompts):
 
-    [FIM_REP]repo\n [FIM_SEP]path\n<file text> ...           (only with repo/file-separator tokens)
+    [FIM_REP]repo\n [FIM_SEP]path\n<chunk text> ... [FIM_SEP]path\n    (with repo/file-separator tokens)
+    \n\n--- snippet ---\n\n<chunk text> ...                           (without them, as llama.cpp)
     [FIM_PRE]<prefix>[FIM_SUF]<suffix>[FIM_MID]
+
+The extra context (chunks of other files, tui/context_ring.py) comes first, so requests with the
+same chunks share a prompt start the KV cache keeps; `FimPrompt.warm` says how many leading tokens
+are worth decoding ahead of the request (Engine.prewarm): the chunks and the prefix but its end.
 
 Models without FIM tokens fall back to completing the prefix alone. The budget (what is kept of
 prefix, suffix and other files) is the backend-neutral rule in engine/completion.py.
@@ -30,6 +35,11 @@ class FimPrompt:
     stop_tokens: frozenset[int]
     fim: bool  # True when the model's FIM tokens were used
     keep_indent: bool = False  # cursor at the end of the line's indentation: add no more blanks
+    warm: int = 0  # leading tokens a later request at the same place will most likely share
+
+
+SNIPPET = "\n\n--- snippet ---\n\n"  # between chunks for a model without a file separator token
+WARM_TAIL = 16  # prefix tokens near the cursor left out of a prewarm (typing changes them)
 
 
 def _cut_start(tokens: list[int], n: int) -> list[int]:
@@ -47,7 +57,8 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> F
     fim = model.fim
     if fim is None:
         tokens = bos + _cut_start(prefix, budget - len(bos))
-        return FimPrompt(tokens, heal, frozenset(), False, cursor_in_indentation(req.prefix))
+        return FimPrompt(tokens, heal, frozenset(), False, cursor_in_indentation(req.prefix),
+                         warm=max(len(tokens) - WARM_TAIL, 0))
 
     suffix = model.tokenize(req.suffix)[: suffix_share(budget)]
     room = budget - len(bos) - 3 - len(suffix)
@@ -56,18 +67,22 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> F
 
     head: list[int] = []
     stops = {t for t in (fim.pad, fim.rep, fim.sep, fim.pre, fim.suf, fim.mid) if t >= 0}
-    if fim.rep >= 0 and fim.sep >= 0 and (req.context_files or req.path):
-        repo = model.tokenize("specterm\n")
-        parts: list[int] = [fim.rep] + repo
+    files = fim.sep >= 0
+    if req.context_files or (files and fim.rep >= 0 and req.path):
+        parts: list[int] = [fim.rep] + model.tokenize("specterm\n") if fim.rep >= 0 and files else []
         for cf in req.context_files:
-            piece = [fim.sep] + model.tokenize(f"{cf.path}\n{cf.text}")
+            if files:
+                piece = [fim.sep] + model.tokenize(f"{cf.path}\n{cf.text}")
+            else:
+                piece = model.tokenize(SNIPPET + cf.text)
             if len(parts) + len(piece) + 64 > room:
                 piece = piece[: max(room - len(parts) - 64, 0)]
             if len(piece) <= 1:
                 break
             parts += piece
-        own = [fim.sep] + model.tokenize(f"{req.path or 'untitled'}\n")
+        own = [fim.sep] + model.tokenize(f"{req.path or 'untitled'}\n") if files else model.tokenize(SNIPPET)
         if len(parts) + len(own) <= room:
             head = parts + own
     tokens = bos + head + [fim.pre] + prefix + [fim.suf] + suffix + [fim.mid]
-    return FimPrompt(tokens, heal, frozenset(stops), True, cursor_in_indentation(req.prefix))
+    warm = len(bos) + len(head) + 1 + max(len(prefix) - WARM_TAIL, 0)
+    return FimPrompt(tokens, heal, frozenset(stops), True, cursor_in_indentation(req.prefix), warm=warm)

@@ -46,6 +46,8 @@ from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
 
 ProgressFn = Callable[[str, float], None]
+PREWARM_PIECE = 64  # tokens per decode while prewarming: a stop waits for one piece at most
+PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
 def resolve_target(settings: ModelSettings) -> ModelSettings:
@@ -104,6 +106,7 @@ class LocalEngine:
         self._lock = threading.Lock()
         self._running: _Job | None = None
         self._waiting: list[_Job] = []
+        self._cancels = 0  # counts cancel() calls: a prewarm stops at the next one
         self._thread: threading.Thread | None = None
         self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
                                draft_kind=settings.draft.kind,
@@ -149,6 +152,7 @@ class LocalEngine:
             fim=t.fim is not None,
             chat_template=t.chat_template is not None,
             backend="local",
+            alternatives=True,
         )
 
     async def start(self) -> None:
@@ -178,8 +182,11 @@ class LocalEngine:
         await self.cancel()
         if self._thread is not None:
             self._jobs.put(None)
-            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10)
+            thread = self._thread
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, 60)
             self._thread = None
+            if thread.is_alive():  # still inside one long decode: freeing its model would crash
+                return
         self.close_sync()
 
     def close_sync(self) -> None:
@@ -220,11 +227,39 @@ class LocalEngine:
         tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
         drafter.remember(tokens)
 
+    async def prewarm(self, request: Request) -> None:
+        """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
+        yields to any request that arrives meanwhile and stops at `cancel()`, between pieces of
+        PREWARM_PIECE tokens (idle work must not hold both cores while the user types)."""
+        if isinstance(request, CompletionRequest) and self.decoder is not None:
+            cancels = self._cancels
+            self._jobs.put(lambda: self.prewarm_sync(request, cancels))
+
+    def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None) -> int:
+        """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded.
+        `cancels`: the cancel() count when it was asked for (a cancel since stops it)."""
+        if self.decoder is None or self.target is None:
+            return 0
+        cancels = self._cancels if cancels is None else cancels
+
+        def stop() -> bool:
+            return bool(self._waiting) or self._cancels != cancels
+
+        if stop():
+            return 0
+        fp = build_fim_prompt(self.target, request, request.max_tokens)
+        try:
+            return self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop, piece=PREWARM_PIECE)
+        except EngineError:
+            self.decoder.forget()  # best effort: the next request decodes everything
+            return 0
+
     def session_stats(self) -> Stats:
         with self._lock:
             return self._session.copy()
 
     async def cancel(self) -> None:
+        self._cancels += 1
         with self._lock:
             jobs = ([self._running] if self._running else []) + self._waiting
         for job in jobs:
@@ -339,10 +374,12 @@ class LocalEngine:
         stop_tokens: frozenset[int] = frozenset()
         check_text = None
         deadline = None
+        first_rank = 0
         if isinstance(request, CompletionRequest):
             fp = build_fim_prompt(target, request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
+            first_rank = request.first_token_rank
             if request.time_budget_s:
                 deadline = time.perf_counter() + request.time_budget_s
         elif isinstance(request, ChatRequest):
@@ -370,7 +407,9 @@ class LocalEngine:
         job = GenerationJob(
             prompt=tokens, max_tokens=max_tokens, sampling=sampling, stop=stop,
             stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
-            on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft,
+            on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft, first_rank=first_rank,
+            prefill_piece=PREFILL_PIECE if isinstance(request, CompletionRequest) else 0,
+            stop_prefill=cancelled,
         )
         result = self.decoder.generate(job)
         # What the model wrote is part of the session: a later answer or edit may repeat it.

@@ -340,6 +340,16 @@ class RemoteEngine:
         text = await self.http.get_text("/metrics")
         return spec_counters(text, model=self.server.model) if text else None
 
+    async def prewarm(self, request: Request) -> None:
+        """llama-server only, as llama.vim does: /infill with the extra context and n_predict 0,
+        so the server's prompt cache holds it; a no-op for other servers (and on any failure)."""
+        if (not isinstance(request, CompletionRequest) or self.server is None
+                or self.server.kind != "llama-server" or self._infill is False):
+            return
+        _, body, _ = await self._plan(request, infill=True)  # the same budget: the same prompt
+        body.update(stream=False, n_predict=0)
+        await self.http.post_quiet("/infill", body, timeout=10.0)
+
     def stream(self, request: Request) -> AsyncIterator[Event]:
         return self._stream(request)
 
@@ -350,6 +360,10 @@ class RemoteEngine:
             except EngineError as err:
                 yield Finished(reason="error", text="", stats=Stats(), error=str(err))
                 return
+        if isinstance(request, CompletionRequest) and request.first_token_rank:
+            yield Finished(reason="error", text="", stats=Stats(),
+                           error="Alternative suggestions are not available on a remote backend.")
+            return
         run = _Run()
         self._runs.add(run)
         try:

@@ -47,10 +47,15 @@ def test_context_files_go_before_the_cursor_file_when_the_model_has_separators(m
     m = Model.load(ModelSettings(path=models.fim, ctx=1024))
     try:
         if m.fim.sep < 0 or m.fim.rep < 0:
-            # SmolLM2's vocabulary has no file separator token: the prompt must not use one
+            # SmolLM2's vocabulary has no file separator token: the prompt must not use one; the
+            # file goes before the prefix as a plain-text snippet, as llama.cpp's /infill does
+            # (with separators: tests/engine/test_extra_context.py)
             fp = build_fim_prompt(m, CompletionRequest(
                 prefix="x = ", context_files=(ContextFile("util.py", "def helper(): pass\n"),)), 32)
-            assert fp.tokens[0] in (FIM_PRE, m.bos)
+            pre = fp.tokens.index(FIM_PRE)
+            assert fp.tokens[0] == m.bos or fp.tokens[0] != FIM_PRE
+            assert "def helper(): pass" in m.detokenize(fp.tokens[:pre])
+            assert fp.tokens[:pre].count(FIM_PRE) == 0  # no repo token either (it shares FIM_PRE here)
     finally:
         m.close()
 

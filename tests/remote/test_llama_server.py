@@ -225,3 +225,26 @@ def test_cli_doctor_on_llama_server(llama_server, tmp_path):
     assert wrong.returncode == 2 and "refused the API key" in wrong.stdout
     assert "reachable   yes, but it refused (HTTP 401)" in wrong.stdout
     assert "bad-key-1234" not in wrong.stdout + wrong.stderr  # the key is never printed
+
+
+async def test_prewarm_fills_the_servers_prompt_cache_and_alternatives_are_refused(llama_server):
+    """As llama.vim: /infill with the extra context and n_predict 0; the next request at that
+    place decodes only what the cache lacks (the server's own prompt_n / cache_n)."""
+    from specterm.engine import ContextFile
+
+    engine = RemoteEngine(settings(llama_server.url))
+    try:
+        await engine.start()
+        chunks = tuple(ContextFile(f"/p/m{i}.py", "".join(f"def f{i}_{j}(x):\n    return x * {j}\n" for j in range(30)))
+                       for i in range(3))
+        req = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n", context_files=chunks,
+                                max_tokens=4, path="/p/main.py")
+        await engine.prewarm(req)
+        done = (await run(engine, req))[-1]
+        assert done.reason in ("length", "eos", "stop")
+        assert 0 < done.stats.prompt_tokens_decoded < done.stats.prompt_tokens // 4
+        assert not engine.info.alternatives
+        refused = (await run(engine, CompletionRequest(**{**req.__dict__, "first_token_rank": 1})))[-1]
+        assert refused.reason == "error" and "not available" in (refused.error or "")
+    finally:
+        await engine.close()

@@ -68,6 +68,7 @@ class Completer:
         self.event_sink = event_sink
         self.context_files = context_files
         self.blocked_by: str | None = None  # e.g. "chat": automatic completions wait
+        self.prewarming = False  # a prewarm was asked for since the last edit
         self._active: int | None = None
         self._next_id = 0
 
@@ -100,21 +101,37 @@ class Completer:
 
     async def stream(self, request_id: int, request: CompletionRequest) -> AsyncIterator[Event]:
         """Stream one completion; every event also goes to the app's sink. A newer request makes the
-        engine end this one ("superseded")."""
+        engine end this one ("superseded"). Alternatives (`first_token_rank` > 0) are neither
+        reported nor cached: the figures and the cache are the main suggestion's."""
         engine = self.engine
         if engine is None:
             return
         self._active = request_id
+        self.prewarming = False  # the engine stops a prewarm for any request
         try:
             async for event in engine.stream(request):
-                if self.event_sink is not None:
+                main = not request.first_token_rank
+                if self.event_sink is not None and main:
                     self.event_sink("completion", event)
-                if isinstance(event, Finished) and worth_caching(event.reason, event.text):
+                if isinstance(event, Finished) and main and worth_caching(event.reason, event.text):
                     self.cache.put(request.prefix, request.suffix, event.text)
                 yield event
         finally:
             if self._active == request_id:
                 self._active = None
+
+    async def prewarm(self, request: CompletionRequest) -> None:
+        """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""
+        if self.engine is not None and self._active is None and self.blocked_by is None:
+            self.prewarming = True
+            await self.engine.prewarm(request)
+
+    async def stop_prewarm(self) -> None:
+        """The user is typing: idle work stops (never while a chat answer runs: the engine's
+        cancel would stop that too)."""
+        if self.prewarming and self.engine is not None and self.blocked_by is None:
+            self.prewarming = False
+            await self.engine.cancel()
 
     async def cancel(self, request_id: int) -> None:
         """Cancel the completion `request_id` if it is the one running. Never while a chat answer

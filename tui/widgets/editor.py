@@ -10,7 +10,9 @@ Lifecycle of a suggestion:
 - text streams in token by token and is shown as it arrives;
 - typing characters that match the suggestion consumes them (no new request);
 - any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request;
-- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step.
+- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step;
+- once it has finished, alternatives are computed while nothing changes (tui/widgets/alternatives.py)
+  and Alt+] / Alt+[ (alt+n / alt+p) cycle them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pygments.token import Comment
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -29,15 +32,31 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import TextArea
+from textual.document._document_navigator import DocumentNavigator
 from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
 
 from specterm.engine import Finished, TextDelta
 
 from ..themes import SpectermTheme
+from . import alternatives
+from .alternatives import Alternatives
 from .completion import Completer
+from .document import EditorDocument, UnwrappedDocument
 from .ghost import next_line, next_word, visible_ghost
-from .highlight import ghost_texts, highlight_map, language_name, lexer_for
+from .highlight import (
+    WHOLE_FILE_LINES,
+    WINDOW_MARGIN_LINES,
+    ghost_texts,
+    highlight_map,
+    highlight_rows,
+    language_name,
+    lexer_for,
+    window_bounds,
+)
 
+# Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
+# that TextArea would insert before any binding ran.
+ALTERNATIVE_KEYS = {"alt+right_square_bracket": 1, "alt+n": 1, "alt+left_square_bracket": -1, "alt+p": -1}
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 INCREMENTAL_HIGHLIGHT_LINES = 400  # above this, keystrokes re-lex only the edited lines at once
 FULL_HIGHLIGHT_DELAY_S = 0.3
@@ -52,6 +71,7 @@ class _Ghost:
     full: str = ""  # everything the engine produced for this request so far
     consumed: str = ""  # the part the user has typed through or accepted
     streaming: bool = True
+    alternatives: Alternatives | None = None  # once it has finished (Alt+] / Alt+[ cycle)
 
     @property
     def remaining(self) -> str:
@@ -68,6 +88,14 @@ class CodeEditor(TextArea):
         Binding("ctrl+shift+home", "document_start(True)", "Select to start of file", show=False),
         Binding("ctrl+shift+end", "document_end(True)", "Select to end of file", show=False),
     ]
+
+    class Copied(Message):
+        """The user copied a selection (the context ring keeps it)."""
+
+        def __init__(self, editor: "CodeEditor", text: str) -> None:
+            super().__init__()
+            self.editor = editor
+            self.text = text
 
     class GhostChanged(Message):
         """The visible ghost text changed (tests and the status bar listen)."""
@@ -95,9 +123,11 @@ class CodeEditor(TextArea):
         self._ghost_visible = ""
         self._ghost_lines: list[Text] = []
         self._ghost_moves_tail = False
+        self._ghost_marker = ""  # "1/3" drawn after a suggestion that has alternatives
         self._editing = False
         self._debounce: Timer | None = None
         self._full_highlight: Timer | None = None
+        self._highlight_window: tuple[int, int] | None = None  # rows lexed in a large file
         self._current_edit: Edit | None = None
         self._spectheme = theme
         super().__init__(
@@ -111,6 +141,20 @@ class CodeEditor(TextArea):
         )
         self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
         self.apply_theme(theme)
+
+    def _set_document(self, text: str, language: str | None) -> None:
+        """Textual's, with a document and view that stay fast in multi-megabyte files
+        (tui/widgets/document.py). Highlighting is pygments' (no tree-sitter language is set)."""
+        if language:
+            super()._set_document(text, language)
+            return
+        self._highlight_query = None
+        self.document = EditorDocument(text)
+        self.wrapped_document = UnwrappedDocument(self.document, tab_width=self.indent_width)
+        self.navigator = DocumentNavigator(self.wrapped_document)
+        self._build_highlight_map()
+        self.move_cursor((0, 0))
+        self._rewrap_and_refresh_virtual_size()
 
     # -- theme and highlighting -----------------------------------------------------------------
 
@@ -148,11 +192,32 @@ class CodeEditor(TextArea):
         self._highlight_all()
 
     def _highlight_all(self) -> None:
+        """Lex the whole file, or in a large one the rows around the viewport (lexing a
+        megabyte per pause would freeze the editor for seconds)."""
         self._full_highlight = None
         self._line_cache.clear()
         self._highlights.clear()
-        self._highlights.update(highlight_map(self._lexer, self.text))
+        doc = self.document
+        if doc.line_count <= WHOLE_FILE_LINES or self._lexer is None:
+            self._highlight_window = None
+            self._highlights.update(highlight_map(self._lexer, self.text))
+        else:
+            top = self.scroll_offset.y if self.is_mounted else 0
+            start, end = window_bounds(doc.lines, top, top + max(self.size.height, 1))
+            self._highlight_window = (start, end)
+            self._highlights.update(highlight_rows(self._lexer, doc.lines, start, end))
         self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        window = self._highlight_window
+        if window is None or self._full_highlight is not None:
+            return
+        top, bottom = int(new_value), int(new_value) + self.size.height
+        start, end = window
+        near = WINDOW_MARGIN_LINES
+        if (start > 0 and top < start + near) or (end < self.document.line_count and bottom > end - near):
+            self._full_highlight = self.set_timer(0.05, self._highlight_all)
 
     def _highlight_edited_lines(self, edit: Edit) -> None:
         top = edit.top[0]
@@ -195,6 +260,40 @@ class CodeEditor(TextArea):
     def action_accept_line(self) -> None:
         self._accept(next_line(self._ghost_visible), finish=False)
 
+    @property
+    def alternatives_marker(self) -> str:
+        """"2/3" while a suggestion with alternatives is shown ("" otherwise)."""
+        return self._ghost_marker
+
+    def action_alternative(self, step: int) -> None:
+        """Show the next (1) or previous (-1) alternative suggestion."""
+        ghost = self._ghost
+        alts = ghost.alternatives if ghost is not None else None
+        if ghost is None or alts is None or not self._ghost_visible:
+            return
+        text = alts.step(step, ghost.consumed)
+        if text is not None:
+            ghost.full = text
+            self._render_ghost()
+
+    def _fetch_alternatives(self, ghost: _Ghost, request) -> None:
+        """The suggestion shown has finished: compute alternatives while nothing changes."""
+        completer = self.completer
+        engine = completer.engine if completer is not None else None
+        if completer is None or engine is None or not engine.info.alternatives:
+            return
+        alts = ghost.alternatives = Alternatives([ghost.full])
+        self.run_worker(
+            alternatives.fetch(completer, request, alts, lambda: self._ghost is ghost, self._render_ghost),
+            group="alternatives", exit_on_error=False,
+        )
+
+    def _stop_alternatives(self, ghost: _Ghost | None) -> None:
+        alts = ghost.alternatives if ghost is not None else None
+        if alts is not None and alts.fetching is not None and self.completer is not None and self.is_mounted:
+            self.run_worker(self.completer.cancel(alts.fetching), exit_on_error=False)
+            alts.fetching = None
+
     def action_dismiss_completion(self) -> None:
         self._dismiss(cancel=True)
 
@@ -209,6 +308,10 @@ class CodeEditor(TextArea):
         self.replace(text, start, end)
         self.history.checkpoint()
 
+    def action_copy(self) -> None:
+        super().action_copy()
+        self.post_message(self.Copied(self, self.selected_text))
+
     def action_document_start(self, select: bool = False) -> None:
         self.move_cursor((0, 0), select=select)
 
@@ -219,6 +322,11 @@ class CodeEditor(TextArea):
     # -- keys -------------------------------------------------------------------------------------
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key in ALTERNATIVE_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.action_alternative(ALTERNATIVE_KEYS[event.key])
+            return
         if self._ghost_visible and event.key == "tab":
             event.stop()
             event.prevent_default()
@@ -277,6 +385,7 @@ class CodeEditor(TextArea):
             self._editing = False
             self._current_edit = None
         if consumes and ghost is not None:
+            self._stop_alternatives(ghost)  # any edit stops them; those found stay
             ghost.consumed += edit.text
             ghost.anchor = result.end_location
             self._render_ghost()
@@ -389,10 +498,13 @@ class CodeEditor(TextArea):
                 self._render_ghost()
                 if not self._ghost_visible:
                     self._ghost = None
+                elif event.reason in ("eos", "length", "stop"):
+                    self._fetch_alternatives(ghost, request)
 
     def _dismiss(self, *, cancel: bool) -> None:
         ghost = self._ghost
         self._ghost = None
+        self._stop_alternatives(ghost)
         if cancel and ghost is not None and ghost.streaming and ghost.request_id is not None:
             if self.completer is not None and self.is_mounted:
                 self.run_worker(self.completer.cancel(ghost.request_id), exit_on_error=False)
@@ -421,9 +533,12 @@ class CodeEditor(TextArea):
             following = [doc[r] for r in range(row + 1, min(doc.line_count, row + 1 + FOLLOWING_LINES))]
             visible = visible_ghost(ghost.remaining, line[col:], following)
         old_extra = max(0, len(self._ghost_lines) - 1)
-        if visible == self._ghost_visible and (visible or not self._ghost_lines):
+        alts = ghost.alternatives if ghost is not None and visible else None
+        marker = alts.marker if alts is not None else ""
+        if visible == self._ghost_visible and marker == self._ghost_marker and (visible or not self._ghost_lines):
             return
         self._ghost_visible = visible
+        self._ghost_marker = marker
         if visible:
             row, col = self.cursor_location
             theme = self._theme
@@ -438,6 +553,8 @@ class CodeEditor(TextArea):
             self._ghost_moves_tail = bool(tail)
             if tail:
                 self._ghost_lines[-1].append(tail)
+            if marker:
+                self._ghost_lines[-1].append(f"  {marker}", self._spectheme.ghost_token_style(Comment, background))
             for line in self._ghost_lines:
                 line.expand_tabs(self.indent_width)
         else:

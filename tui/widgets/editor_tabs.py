@@ -10,7 +10,7 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -18,15 +18,19 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
 
 from specterm.engine import ContextFile
 
+from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
 from ..textfile import FileLoadError, TextFile
 from ..themes import SpectermTheme
 from .completion import Completer
 from .editor import CodeEditor
+
+PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
 
 WELCOME = (
     "specterm\n\n"
@@ -39,17 +43,30 @@ WELCOME = (
 
 @dataclass
 class OpenFile:
-    """One tab: the file as loaded, its editor, and what was last read from or written to disk."""
+    """One tab: the file as loaded, its editor, and what was last read from or written to disk.
+
+    The saved version is kept as the document's lines (shared string objects, not a copy of the
+    text): the dirty check runs on every keystroke, and comparing line lists compares unchanged
+    lines by identity, where comparing texts would join a multi-megabyte file each time.
+    """
 
     file: TextFile
     editor: CodeEditor
     pane_id: str
-    saved_text: str
+    saved_lines: list[str] = field(default_factory=list)
     deleted: bool = False
+
+    def mark_saved(self) -> None:
+        """The buffer as it is now is what the disk holds."""
+        self.saved_lines = list(self.editor.document.lines)
+
+    @property
+    def saved_text(self) -> str:
+        return self.editor.document.newline.join(self.saved_lines)
 
     @property
     def dirty(self) -> bool:
-        return self.editor.text != self.saved_text
+        return self.editor.document.lines != self.saved_lines
 
     @property
     def label(self) -> str:
@@ -86,6 +103,10 @@ class EditorTabs(Vertical):
         self.files: dict[str, OpenFile] = {}  # by pane id
         self._pane_counter = 0
         self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
+        self.ring = ContextRing()  # extra context for completions (tui/context_ring.py)
+        self._ring_rows: dict[str, int] = {}  # pane id -> the row its last chunk was taken around
+        self._left: OpenFile | None = None  # the tab active before the current one
+        self._prewarm: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
@@ -138,15 +159,58 @@ class EditorTabs(Vertical):
         if not editor.selection.is_empty:
             return f"File: {name}\nSelected code:\n```{language}\n{editor.selected_text}\n```"
         row, _ = editor.cursor_location
-        text = editor.text.split("\n")
+        text = editor.document.lines
         start, end = max(0, row - lines // 2), min(len(text), row + lines // 2)
         snippet = "\n".join(text[start:end])
         return f"File: {name} (lines {start + 1}-{end}, cursor at line {row + 1})\n```{language}\n{snippet}\n```"
 
-    def context_files(self, path: str | None, count: int, chars: int) -> tuple[ContextFile, ...]:
-        """Up to `count` other open files (their first `chars` characters) as completion context."""
-        others = [f for f in self.files.values() if str(f.file.path) != path]
-        return tuple(ContextFile(str(f.file.path), f.editor.text[:chars]) for f in others[:count])
+    def context_files(self, path: str | None, count: int, around: int) -> tuple[ContextFile, ...]:
+        """Up to `count` chunks of the context ring, picked by similarity to the `around` lines
+        about the cursor of `path`'s editor (its own chunks the request holds anyway left out)."""
+        open_file = self.find_open(Path(path)) if path else None
+        if open_file is None:
+            return self.ring.pick([], count)
+        editor = open_file.editor
+        row = editor.cursor_location[0]
+        lines = editor.document.lines[max(0, row - around // 2): row + around // 2]
+        return self.ring.pick(lines, count, path=str(open_file.file.path), rows=(row - 400, row + 120))
+
+    def _ring_add(self, open_file: OpenFile | None, row: int | None = None) -> None:
+        """Take a chunk of `open_file` around `row` (its cursor) into the ring; prewarm later."""
+        if open_file is None or open_file.pane_id not in self.files:
+            return
+        editor = open_file.editor
+        row = editor.cursor_location[0] if row is None else row
+        self._ring_rows[open_file.pane_id] = row
+        if self.ring.add_around(str(open_file.file.path), editor.document.lines, row):
+            self._schedule_prewarm()
+
+    def on_code_editor_copied(self, event: CodeEditor.Copied) -> None:
+        open_file = self.file_of(event.editor)
+        if open_file is not None and self.ring.add_text(str(open_file.file.path), event.text):
+            self._schedule_prewarm()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        left, self._left = self._left, self.active_file
+        if left is not None and left is not self._left:
+            self._ring_add(left)  # where the user worked in the file being left
+
+    def _schedule_prewarm(self) -> None:
+        if self._prewarm is not None:
+            self._prewarm.stop()
+        self._prewarm = self.set_timer(PREWARM_DELAY_S, self._start_prewarm)
+
+    def _start_prewarm(self) -> None:
+        """The ring changed and the user paused: decode the next request's prompt start now."""
+        self._prewarm = None
+        editor = self.active_editor
+        open_file = self.active_file
+        if (editor is None or open_file is None or not self.completer.ready or editor.completion_pending
+                or not self.completer.options.auto):
+            return  # with automatic completions off, nothing runs in the background either
+        prefix, suffix = editor.prefix_suffix()
+        request = self.completer.build_request(prefix, suffix, str(open_file.file.path))
+        self.run_worker(self.completer.prewarm(request), group="prewarm", exit_on_error=False)
 
     def apply_theme(self, theme: SpectermTheme) -> None:
         self.spectheme = theme
@@ -176,7 +240,8 @@ class EditorTabs(Vertical):
         pane_id = f"file-{self._pane_counter}"
         editor = CodeEditor(text_file.text, path=path, theme=self.spectheme, completer=self.completer)
         editor.cursor_blink = self.blink
-        open_file = OpenFile(text_file, editor, pane_id, saved_text=editor.text)
+        open_file = OpenFile(text_file, editor, pane_id)
+        open_file.mark_saved()
         self.files[pane_id] = open_file
         await tabs.add_pane(TabPane(open_file.label, editor, id=pane_id))
         tabs.display = True
@@ -185,6 +250,7 @@ class EditorTabs(Vertical):
         editor.move_cursor((0, 0))
         self.focus_editor(editor)
         self.post_message(self.FilesChanged())
+        self._ring_add(open_file, 0)  # its head (imports, names) until the user works elsewhere
         await self.completer.remember(text_file.text)  # the session drafter's memory (queued)
         return editor
 
@@ -206,6 +272,14 @@ class EditorTabs(Vertical):
         open_file = self.file_of(event.text_area)
         if open_file is not None:
             self.refresh_label(open_file)
+            if self.completer.prewarming:
+                self.run_worker(self.completer.stop_prewarm(), exit_on_error=False)
+            if self._prewarm is not None:
+                self._schedule_prewarm()  # only once typing pauses
+            row = open_file.editor.cursor_location[0]
+            last = self._ring_rows.get(open_file.pane_id)
+            if last is None or abs(row - last) >= CHUNK_LINES // 2:
+                self._ring_add(open_file, row)  # a recently edited place
 
     def cycle(self, step: int) -> None:
         ids = list(self.files)
@@ -295,7 +369,7 @@ class EditorTabs(Vertical):
         except OSError as err:
             self.notify(f"{path}: {err.strerror or err}", title="Not saved", severity="error", markup=False)
             return False
-        open_file.saved_text = text
+        open_file.mark_saved()
         open_file.deleted = False
         self.refresh_label(open_file)
         self.post_message(self.Saved(path, created))
@@ -358,7 +432,7 @@ class EditorTabs(Vertical):
         scroll = editor.scroll_offset
         open_file.file = fresh
         editor.load_text(fresh.text)
-        open_file.saved_text = editor.text
+        open_file.mark_saved()
         open_file.deleted = False
         row = min(cursor[0], editor.document.line_count - 1)
         col = min(cursor[1], len(editor.document[row]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Sequence
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_for_filename
@@ -19,8 +20,14 @@ from textual.color import Color
 
 from ..themes import SpectermTheme, token_name
 
-# Past this size the editor stops highlighting (plain text stays fast for huge generated files).
+# Past this size a text is not lexed in one go (the editor lexes a window of a large file).
 HIGHLIGHT_LIMIT_CHARS = 1_000_000
+# A file of more lines is highlighted in a window around the viewport: this many lines above and
+# below it, re-lexed when the viewport comes within the margin of its edges.
+WHOLE_FILE_LINES = 2000
+WINDOW_LINES = 200
+WINDOW_MARGIN_LINES = 60
+START_SEARCH_LINES = 100  # how far up a window's first line may move to a top-level line
 
 Highlight = tuple[int, "int | None", str]  # (start byte, end byte or None for end of line, name)
 
@@ -65,6 +72,26 @@ def highlight_map(lexer: Lexer | None, text: str) -> dict[int, list[Highlight]]:
                 for s, e, n in ranges
             ]
     return highlights
+
+
+def window_bounds(lines: Sequence[str], top: int, bottom: int) -> tuple[int, int]:
+    """The rows [start, end) to lex for a viewport showing rows [top, bottom). The start moves up
+    to a top-level line (starting with a letter, `@` or `#`: most likely not inside a string or
+    bracket) so the lexer starts in the state the whole file would have had there."""
+    start = max(0, top - WINDOW_LINES)
+    for row in range(start, max(-1, start - START_SEARCH_LINES), -1):
+        first = lines[row][:1]
+        if first.isalpha() or first in ("@", "#"):
+            start = row
+            break
+    return start, min(len(lines), bottom + WINDOW_LINES)
+
+
+def highlight_rows(lexer: Lexer | None, lines: Sequence[str], start: int, end: int
+                   ) -> dict[int, list[Highlight]]:
+    """`highlight_map` of the rows [start, end) of a document, keyed by document row."""
+    window = highlight_map(lexer, "\n".join(lines[start:end]))
+    return {start + row: ranges for row, ranges in window.items()}
 
 
 def ghost_texts(

@@ -1,0 +1,103 @@
+"""A large file (about 1.5 MB of the standard library's Python) in the real app: it edits, saves,
+highlights at the cursor (a window around the viewport) and keeps the dirty flag right. Correctness
+only: bench/editor_echo.py measures the keystroke echo."""
+
+from __future__ import annotations
+
+import random
+import sysconfig
+from pathlib import Path
+
+from textual.document._document import Document
+from textual.document._wrapped_document import WrappedDocument
+
+from specterm.tui.app import SpectermApp
+from specterm.tui.widgets.document import EditorDocument, UnwrappedDocument
+from specterm.tui.widgets.highlight import WHOLE_FILE_LINES
+
+from .conftest import wait_for
+
+
+def stdlib_python(size: int) -> str:
+    parts, total = [], 0
+    for src in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        try:
+            text = src.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        parts.append(text if text.endswith("\n") else text + "\n")
+        total += len(text)
+        if total >= size:
+            break
+    return "".join(parts)
+
+
+def keyword_at(editor, row: int, col: int) -> str | None:
+    return next((name for start, end, name in editor._highlights.get(row, ())
+                 if start <= col < (end if end is not None else col + 1)), None)
+
+
+async def test_a_large_file_edits_saves_highlights_and_tracks_dirty(tmp_path, settings_for, env):
+    path = tmp_path / "big.py"
+    text = stdlib_python(1_500_000)
+    path.write_text(text)
+    app = SpectermApp(settings_for(tmp_path, **{"completion.auto": False}), path, environ=env, watch=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        open_file = app.active_file
+        lines = editor.document.line_count
+        assert lines > WHOLE_FILE_LINES * 10 and not open_file.dirty
+
+        row = lines * 2 // 3  # far below the first screen: outside any window lexed at opening
+        editor.move_cursor((row, 0))
+        await pilot.press("enter", "up")
+        await pilot.press(*"def zz_new(value):")
+        assert editor.document[row] == "def zz_new(value):"
+        assert open_file.dirty and "●" in app.editor_tabs.tab_label(open_file)
+        await wait_for(pilot, lambda: keyword_at(editor, row, 0) is not None, timeout=10)
+        assert "Keyword" in keyword_at(editor, row, 0)
+        assert "Name" in (keyword_at(editor, row, 4) or "")
+
+        # Undo back to the text as loaded: clean again (compared by content, not by edits made).
+        for _ in range(10):
+            await pilot.press("ctrl+z")
+            if editor.document.line_count == lines:
+                break
+        assert editor.text == text and not open_file.dirty
+        assert "●" not in app.editor_tabs.tab_label(open_file)
+
+        await pilot.press("x")
+        assert open_file.dirty
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not open_file.dirty, timeout=10)
+        assert path.read_text() == editor.text
+        assert editor.text.split("\n")[row] == "x" + text.split("\n")[row]
+
+
+def test_editor_document_matches_textual_after_random_edits():
+    """The cached text, size and unwrapped view agree with Textual's own after every edit,
+    tabs and wide characters included."""
+    rng = random.Random(7)
+    start = "def f(x):\n\treturn x\n\n# 漢字 wide\n" * 30
+    mine, theirs = EditorDocument(start), Document(start)
+    view = UnwrappedDocument(mine, tab_width=4)
+    pieces = ["a", "\n", "\t", "漢", "", "long line " * 9, "x\ny\n"]
+    for _ in range(300):
+        r1 = rng.randrange(theirs.line_count)
+        r2 = min(theirs.line_count - 1, r1 + rng.choice([0, 0, 1, 3]))
+        c1 = rng.randint(0, len(theirs[r1]))
+        c2 = rng.randint(0, len(theirs[r2])) if r2 != r1 else rng.randint(c1, len(theirs[r1]))
+        piece = rng.choice(pieces)
+        result = mine.replace_range((r1, c1), (r2, c2), piece)
+        assert result == theirs.replace_range((r1, c1), (r2, c2), piece)
+        view.wrap_range((r1, c1), (r2, c2), result.end_location)
+        assert mine.text == theirs.text
+        assert mine.get_size(4) == theirs.get_size(4)
+        reference = WrappedDocument(theirs, tab_width=4)
+        assert view.height == reference.height
+        for row in {0, r1, theirs.line_count - 1}:
+            for col in {0, len(theirs[row])}:
+                assert view.location_to_offset((row, col)) == reference.location_to_offset((row, col))
+            assert view.get_tab_widths(row) == reference.get_tab_widths(row)
+            assert view.get_offsets(row) == reference.get_offsets(row)
+    assert mine.get_size(8) == theirs.get_size(8)  # another tab width measures again
