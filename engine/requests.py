@@ -39,7 +39,9 @@ class CompletionRequest:
     """Fill-in-the-middle at a cursor: text before and after it, optionally other files as context.
 
     `multiline=False` stops at the end of the line; `max_lines` caps a multi-line suggestion;
-    `time_budget_s` ends the completion when it would keep an editor waiting too long.
+    `time_budget_s` ends the completion when it would keep an editor waiting too long, counted
+    from `started_at` (time.monotonic() of the keystroke that asked; None: when the engine starts
+    it), so time spent waiting for the engine counts too.
     """
 
     prefix: str
@@ -52,6 +54,7 @@ class CompletionRequest:
     multiline: bool = True
     max_lines: int = 16
     time_budget_s: float | None = None
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)

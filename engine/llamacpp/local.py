@@ -355,7 +355,7 @@ class LocalEngine:
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
             if request.time_budget_s:
-                deadline = time.perf_counter() + request.time_budget_s
+                deadline = (request.started_at or time.monotonic()) + request.time_budget_s
         elif isinstance(request, ChatRequest):
             text = target.apply_chat_template([(m.role, m.content) for m in request.messages])
             # Templates that write the BOS text themselves (Llama 3) must not get a second BOS.
@@ -374,7 +374,7 @@ class LocalEngine:
                 why = cancelled()
                 if why:
                     return why
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 return "time"
             return None
 

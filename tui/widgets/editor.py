@@ -8,13 +8,20 @@ document down), each coloured like code in the theme's dimmed ghost style.
 Lifecycle of a suggestion:
 - a pause in typing (debounce) or the complete key starts a request; the cache may answer at once;
 - text streams in token by token and is shown as it arrives;
+- text streams in token by token and is shown by the same rules as the finished text
+  (`live_completion`), so a shown suggestion never vanishes unless the text under it changes;
+- once shown in full, the next suggestion is computed as if it were accepted (prefetch); Tab then
+  shows it at once (from the cache, or by following the prefetch still streaming);
 - typing characters that match the suggestion consumes them (no new request);
-- any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request;
+- any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request and
+  the prefetch;
 - Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step.
+The typing pause adapts to the user's typing speed and the measured response time (debounce.py).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,10 +39,13 @@ from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
 
 from specterm.engine import Finished, TextDelta
+from specterm.engine.completion import live_completion
 
 from ..themes import SpectermTheme
 from .completion import Completer
-from .ghost import next_line, next_word, visible_ghost
+from .debounce import AdaptiveDebounce
+from .ghost import cache_key, next_line, next_word, visible_ghost
+from .suggestions import CompletionRecord, Source
 from .highlight import ghost_texts, highlight_map, language_name, lexer_for
 
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
@@ -52,6 +62,8 @@ class _Ghost:
     full: str = ""  # everything the engine produced for this request so far
     consumed: str = ""  # the part the user has typed through or accepted
     streaming: bool = True
+    source: Source = "engine"
+    record: CompletionRecord | None = None  # the request that made it (None: from the cache)
 
     @property
     def remaining(self) -> str:
@@ -97,6 +109,8 @@ class CodeEditor(TextArea):
         self._ghost_moves_tail = False
         self._editing = False
         self._debounce: Timer | None = None
+        self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
+        self._keystroke_at = time.monotonic()  # the latest edit or cursor move
         self._full_highlight: Timer | None = None
         self._current_edit: Edit | None = None
         self._spectheme = theme
@@ -176,6 +190,11 @@ class CodeEditor(TextArea):
     def ghost_text(self) -> str:
         """The suggestion as currently shown ("" when none)."""
         return self._ghost_visible
+
+    @property
+    def ghost_source(self) -> Source | None:
+        """Where the shown suggestion came from: the engine, a prefetch or the cache."""
+        return self._ghost.source if self._ghost is not None and self._ghost_visible else None
 
     @property
     def completion_pending(self) -> bool:
@@ -269,6 +288,7 @@ class CodeEditor(TextArea):
             and self.selection.is_empty
             and ghost.remaining.startswith(edit.text)
         )
+        self._keystroke()
         self._editing = True
         self._current_edit = edit
         try:
@@ -280,6 +300,8 @@ class CodeEditor(TextArea):
             ghost.consumed += edit.text
             ghost.anchor = result.end_location
             self._render_ghost()
+            if not self._ghost_visible and not ghost.streaming:
+                self._after_accept()  # typed or accepted through to its end: the next one
         else:
             self._dismiss(cancel=True)
             self._schedule()
@@ -304,6 +326,7 @@ class CodeEditor(TextArea):
         ghost = self._ghost
         if ghost is not None and selection.is_empty and selection.end == ghost.anchor:
             return
+        self._keystroke()
         self._dismiss(cancel=True)
         self._schedule()
 
@@ -317,15 +340,20 @@ class CodeEditor(TextArea):
 
     # -- requests ---------------------------------------------------------------------------------
 
+    def _keystroke(self) -> None:
+        self._keystroke_at = time.monotonic()
+        self.debounce.keystroke(self._keystroke_at)
+
     def _schedule(self) -> None:
-        """(Re)start the typing-pause timer for an automatic completion."""
+        """(Re)start the typing-pause timer for an automatic completion (adaptive length)."""
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
         completer = self.completer
         if completer is None or not completer.options.auto or not self.has_focus:
             return
-        self._debounce = self.set_timer(completer.options.debounce_s, self._debounced)
+        self.debounce.start_s = completer.options.debounce_s
+        self._debounce = self.set_timer(self.debounce.delay_s, self._debounced)
 
     def _debounced(self) -> None:
         self._debounce = None
@@ -350,33 +378,67 @@ class CodeEditor(TextArea):
             return
         if completer.blocked_by and not manual:
             return
+        if self._ghost is not None and self._ghost_visible:
+            return  # a suggestion is on screen: asking again must not make it vanish
         prefix, suffix = self.prefix_suffix()
         cached = completer.cache.get(prefix, suffix)
         self._dismiss(cancel=False)
         if cached is not None:
-            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False)
+            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False, source="cache")
             self._render_ghost()
             if not self._ghost_visible:
                 self._ghost = None
+            else:
+                self._prefetch_next()
             return
+        pre = completer.prefetch
+        if pre is not None and pre.key == cache_key(prefix, suffix):  # asked ahead: follow it
+            self._ghost = _Ghost(pre.request_id, self.cursor_location, full=pre.shown,
+                                 source="prefetch", record=pre.record)
+            self._render_ghost()
+            return
+        completer.prefetch = None  # the engine supersedes it with the request below
         request_id = completer.new_request_id()
-        self._ghost = _Ghost(request_id, self.cursor_location)
-        request = completer.build_request(prefix, suffix, str(self.path) if self.path else None)
+        path = str(self.path) if self.path else None
+        request = completer.build_request(prefix, suffix, path, keystroke_at=self._keystroke_at)
+        record = completer.record(request_id, request, self._keystroke_at)
+        self._ghost = _Ghost(request_id, self.cursor_location, record=record)
         self.run_worker(
-            self._stream(completer, request_id, request),
+            self._stream(completer, request_id, request, record),
             group="completion",
             exit_on_error=False,
         )
 
-    async def _stream(self, completer: Completer, request_id: int, request) -> None:
+    def _prefetch_next(self) -> None:
+        """Ask now for the suggestion that follows the shown one, as if it were accepted: Tab then
+        shows it at once. Never while a chat answers; a user request supersedes it."""
+        completer = self.completer
+        if completer is None or not completer.options.auto or completer.blocked_by or not self._ghost_visible:
+            return
+        prefix, suffix = self.prefix_suffix()
+        prefix += self._ghost_visible
+        key = cache_key(prefix, suffix)
+        if key in completer.cache or (completer.prefetch is not None and completer.prefetch.key == key):
+            return
+        request_id = completer.new_request_id()
+        request = completer.build_request(prefix, suffix, str(self.path) if self.path else None)
+        pre = completer.start_prefetch(request_id, request, key)
+        self.run_worker(self._stream(completer, request_id, request, pre.record), group="completion",
+                        exit_on_error=False)
+
+    async def _stream(self, completer: Completer, request_id: int, request, record: CompletionRecord) -> None:
         text = ""
-        async for event in completer.stream(request_id, request):
+        async for event in completer.stream(request_id, request, record):
             ghost = self._ghost
             mine = ghost is not None and ghost.request_id == request_id
             if isinstance(event, TextDelta):
                 text += event.text
+                live = live_completion(text, request)  # the finished text's rules: it only grows
+                pre = completer.prefetch
+                if pre is not None and pre.request_id == request_id:
+                    pre.shown = live
                 if mine:
-                    ghost.full = text
+                    ghost.full = live
                     self._render_ghost()
             elif isinstance(event, Finished):
                 if not mine:
@@ -389,15 +451,27 @@ class CodeEditor(TextArea):
                 self._render_ghost()
                 if not self._ghost_visible:
                     self._ghost = None
+                else:
+                    self._prefetch_next()
 
-    def _dismiss(self, *, cancel: bool) -> None:
+    def _dismiss(self, *, cancel: bool, keep_prefetch: bool = False) -> None:
         ghost = self._ghost
         self._ghost = None
-        if cancel and ghost is not None and ghost.streaming and ghost.request_id is not None:
-            if self.completer is not None and self.is_mounted:
-                self.run_worker(self.completer.cancel(ghost.request_id), exit_on_error=False)
+        completer = self.completer
+        if cancel and completer is not None and self.is_mounted:
+            if ghost is not None and ghost.streaming and ghost.request_id is not None:
+                self.run_worker(completer.cancel(ghost.request_id), exit_on_error=False)
+            prefetch = None if keep_prefetch else completer.drop_prefetch()
+            if prefetch is not None:
+                self.run_worker(completer.cancel(prefetch), exit_on_error=False)
         if self._ghost_visible or self._ghost_lines:
             self._render_ghost()
+
+    def _after_accept(self) -> None:
+        """The whole suggestion is in the document now: show the next one (prefetched: at once)."""
+        self._dismiss(cancel=True, keep_prefetch=True)
+        if self.completer is not None and self.completer.options.auto:
+            self._start_completion(manual=False)
 
     def _accept(self, piece: str, *, finish: bool) -> None:
         ghost = self._ghost
@@ -406,8 +480,8 @@ class CodeEditor(TextArea):
         self.history.checkpoint()
         self.insert(piece, ghost.anchor)  # consumed through edit(): the rest stays
         self.history.checkpoint()
-        if finish:
-            self._dismiss(cancel=True)
+        if finish and self._ghost is ghost:  # (edit() already moved on when it consumed it all)
+            self._after_accept()
 
     # -- drawing ----------------------------------------------------------------------------------
 
@@ -424,6 +498,10 @@ class CodeEditor(TextArea):
         if visible == self._ghost_visible and (visible or not self._ghost_lines):
             return
         self._ghost_visible = visible
+        if visible and ghost is not None and ghost.record is not None and not ghost.record.shown:
+            ghost.record.shown = True
+            if ghost.source == "engine":  # how long a request takes to show: the pause adapts
+                self.debounce.response(time.monotonic() - ghost.record.keystroke_at)
         if visible:
             row, col = self.cursor_location
             theme = self._theme
