@@ -82,12 +82,14 @@ class CodeEditor(TextArea):
     ]
 
     class GhostChanged(Message):
-        """The visible ghost text changed (tests and the status bar listen)."""
+        """The visible ghost text changed (tests and the replay bench listen); `at` is when it was
+        drawn (time.monotonic()), the message may be handled later."""
 
         def __init__(self, editor: "CodeEditor", text: str) -> None:
             super().__init__()
             self.editor = editor
             self.text = text
+            self.at = time.monotonic()
 
     def __init__(
         self,
