@@ -8,6 +8,7 @@ thread never waits for the model.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable
@@ -16,7 +17,7 @@ from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finis
 from specterm.engine.completion import worth_caching
 
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
-from .suggestions import CompletionRecord, Prefetch, SuggestionLog
+from .suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
 
 EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
 
@@ -123,6 +124,7 @@ class Completer:
         if engine is None:
             return
         self._active = request_id
+        probe = asyncio.ensure_future(probe_lag(record)) if record is not None else None
         try:
             async for event in engine.stream(request):
                 if record is not None:
@@ -137,6 +139,8 @@ class Completer:
                     self.cache.put(request.prefix, request.suffix, event.text)
                 yield event
         finally:
+            if probe is not None:
+                probe.cancel()
             if self._active == request_id:
                 self._active = None
             if self.prefetch is not None and self.prefetch.request_id == request_id:

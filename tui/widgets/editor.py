@@ -51,6 +51,9 @@ from .highlight import ghost_texts, highlight_map, language_name, lexer_for
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 INCREMENTAL_HIGHLIGHT_LINES = 400  # above this, keystrokes re-lex only the edited lines at once
 FULL_HIGHLIGHT_DELAY_S = 0.3
+# While a suggestion streams, it is redrawn at most this often: the first text at once, then in
+# batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
+STREAM_REDRAW_S = 1 / 30
 
 
 @dataclass
@@ -111,6 +114,7 @@ class CodeEditor(TextArea):
         self._ghost_moves_tail = False
         self._editing = False
         self._debounce: Timer | None = None
+        self._redraw: Timer | None = None
         self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
         self._keystroke_at = time.monotonic()  # the latest edit or cursor move
         self._full_highlight: Timer | None = None
@@ -439,9 +443,12 @@ class CodeEditor(TextArea):
                 pre = completer.prefetch
                 if pre is not None and pre.request_id == request_id:
                     pre.shown = live
-                if mine:
+                if mine and live != ghost.full:
                     ghost.full = live
-                    self._render_ghost()
+                    if not self._ghost_visible:
+                        self._render_ghost()  # the first text: at once
+                    elif self._redraw is None:
+                        self._redraw = self.set_timer(STREAM_REDRAW_S, self._redraw_ghost)
             elif isinstance(event, Finished):
                 if not mine:
                     continue
@@ -455,6 +462,10 @@ class CodeEditor(TextArea):
                     self._ghost = None
                 else:
                     self._prefetch_next()
+
+    def _redraw_ghost(self) -> None:
+        self._redraw = None
+        self._render_ghost()
 
     def _dismiss(self, *, cancel: bool, keep_prefetch: bool = False) -> None:
         ghost = self._ghost
@@ -488,6 +499,9 @@ class CodeEditor(TextArea):
     # -- drawing ----------------------------------------------------------------------------------
 
     def _render_ghost(self) -> None:
+        if self._redraw is not None:
+            self._redraw.stop()
+            self._redraw = None
         ghost = self._ghost
         visible = ""
         if ghost is not None and self.selection.is_empty and self.cursor_location == ghost.anchor:
