@@ -199,8 +199,9 @@ class CodeEditor(TextArea):
 
     @property
     def ghost_source(self) -> Source | None:
-        """Where the shown suggestion came from: the engine, a prefetch or the cache."""
-        return self._ghost.source if self._ghost is not None and self._ghost_visible else None
+        """Where the suggestion at the cursor (shown or still coming) is from: the engine, a
+        prefetch or the cache; None when there is none."""
+        return self._ghost.source if self._ghost is not None else None
 
     @property
     def completion_pending(self) -> bool:
