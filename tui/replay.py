@@ -290,7 +290,7 @@ class Replay:
                 complete = now
             if now - start >= self.opts.wait_s or (now - start >= least_s and not pending):
                 return complete
-            await pilot.pause(0.005)
+            await pilot.pause(0.01)
 
     async def _report(self, app: SpectermApp, regions: list[Region], typed_s: float, same: bool) -> dict:
         t = self.tally

@@ -540,14 +540,17 @@ class CodeEditor(TextArea):
             self._ghost_moves_tail = False
         self._line_cache.clear()
         new_extra = max(0, len(self._ghost_lines) - 1)
-        if new_extra != old_extra:
+        if new_extra != old_extra:  # rows below move: redraw all of it
             self._refresh_size()
-        if new_extra:
-            row, _ = self.cursor_location
-            self.scroll_to_region(
-                Region(0, row, 1, new_extra + 1), animate=False, immediate=True, force=True
-            )
-        self.refresh()
+            if new_extra:
+                row, _ = self.cursor_location
+                self.scroll_to_region(
+                    Region(0, row, 1, new_extra + 1), animate=False, immediate=True, force=True
+                )
+            self.refresh()
+        else:  # the same rows: redraw only the cursor line and the suggestion's (a token's worth)
+            y = self.cursor_location[0] - self.scroll_offset.y
+            self.refresh(Region(0, y, self.size.width, new_extra + 1))
         self.post_message(self.GhostChanged(self, visible))
 
     def _refresh_size(self) -> None:
