@@ -391,7 +391,8 @@ class CodeEditor(TextArea):
         cached = completer.cache.get(prefix, suffix)
         self._dismiss(cancel=False)
         if cached is not None:
-            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False, source="cache")
+            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False, source="cache",
+                                 record=completer.log.answered(cache_key(prefix, suffix)))
             self._render_ghost()
             if not self._ghost_visible:
                 self._ghost = None

@@ -14,7 +14,7 @@ from typing import Literal
 
 from specterm.engine import CompletionRequest, Stats
 
-from .ghost import CacheKey
+from .ghost import CacheKey, cache_key
 
 Source = Literal["engine", "prefetch", "cache"]
 RECORDS = 4096  # a replay of a few minutes makes a few hundred; the info line needs the last
@@ -92,6 +92,16 @@ class SuggestionLog:
     def add(self, record: CompletionRecord) -> CompletionRecord:
         self.records.append(record)
         return record
+
+    def answered(self, key: CacheKey, recent: int = 64) -> CompletionRecord | None:
+        """The newest finished request among the last `recent` that was asked at `key` (what a
+        cached suggestion came from: often a prefetch)."""
+        for i, record in enumerate(reversed(self.records)):
+            if i >= recent:
+                break
+            if record.finished_at is not None and cache_key(record.request.prefix, record.request.suffix) == key:
+                return record
+        return None
 
     def last_shown(self) -> CompletionRecord | None:
         for record in reversed(self.records):
