@@ -105,6 +105,7 @@ class LocalEngine:
         self._running: _Job | None = None
         self._waiting: list[_Job] = []
         self._thread: threading.Thread | None = None
+        self._closing = False  # close() began: new requests are refused, not run on freed models
         self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
                                draft_kind=settings.draft.kind,
                                demo=settings.target.path == DEMO_TARGET, gpu=False)
@@ -175,10 +176,13 @@ class LocalEngine:
         return await fut
 
     async def close(self) -> None:
+        self._closing = True
         await self.cancel()
         if self._thread is not None:
             self._jobs.put(None)
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10)
+            if self._thread.is_alive():  # still inside llama.cpp: freeing the models now would crash
+                return
             self._thread = None
         self.close_sync()
 
@@ -241,6 +245,9 @@ class LocalEngine:
                 job.cancel.set()
 
         job = _Job(request, sink)
+        if self._closing:
+            yield Finished("cancelled", "", Stats(draft_max=self.settings.speculative.draft_max))
+            return
         if not self._admit(job):
             yield Finished("busy", "", Stats(draft_max=self.settings.speculative.draft_max))
             return
