@@ -83,6 +83,8 @@ def pick_regions(text: str, opts: ReplayOptions) -> list[Region]:
         end = starts[last] if last < lines else len(text)
         if text[start:end].strip():
             regions.append(Region(start, end))
+    while len(regions) > 1 and sum(r.end - r.start for r in regions) > budget:
+        regions.remove(max(regions, key=lambda r: r.end - r.start))  # the budget holds
     return regions or [Region(0, len(text))]
 
 

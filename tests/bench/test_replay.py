@@ -58,3 +58,20 @@ def test_replay_bad_input_exits_2_with_one_line(bench, tmp_path: Path):
     _clean_error(bench("--replay", str(tmp_path / "ok.py"), "--cps", "fast"), "characters a second")
     _clean_error(bench("--cps", "5"), "go with --replay")
     _clean_error(bench("--replay", str(tmp_path / "ok.py"), str(tmp_path)), "runs alone")
+
+
+def test_regions_are_whole_lines_spread_over_the_file_within_the_budget():
+    from specterm.tui.replay import BUDGET_S, DEFAULT_CPS, TYPING_SHARE, ReplayOptions, pick_regions
+
+    text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(600))[:25_000]
+    regions = pick_regions(text, ReplayOptions())
+    assert len(regions) > 1
+    assert sum(r.end - r.start for r in regions) <= DEFAULT_CPS * BUDGET_S * TYPING_SHARE
+    for a, b in zip(regions, regions[1:]):
+        assert a.end <= b.start  # in order, never overlapping
+    assert regions[-1].start > len(text) // 2  # spread over the file, not bunched at the top
+    for r in regions:
+        assert r.start == 0 or text[r.start - 1] == "\n"  # whole lines
+        assert r.end == len(text) or text[r.end - 1] == "\n"
+    assert pick_regions(text, ReplayOptions(full=True)) == [type(regions[0])(0, len(text))]
+    assert pick_regions(text, ReplayOptions(seed=1)) != regions  # the seed picks other lines
