@@ -147,3 +147,28 @@ async def test_the_cache_survives_an_edit_far_away(tmp_path, settings_for, env):
         await wait_for(pilot, lambda: editor.ghost_text == ghost, timeout=5)
         assert editor.ghost_source == "cache"
         assert user_requests(app) <= asked + 1  # at most the one the edit itself caused, up there
+
+
+async def test_the_info_line_says_what_the_last_suggestion_cost(project, settings_for, env):
+    from specterm.tui.screens.stats import StatsScreen
+    from specterm.tui.widgets.status_bar import StatusBar
+
+    app = make_app(settings_for(project), project / "adders.py", env)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await shown_at(pilot, app, CURSOR_AFTER_DEF)
+        record = app.completer.log.last_shown()
+        assert record is not None and not record.prefetch and record.stats is not None
+        s = record.stats
+        await pilot.press("f9")
+        assert isinstance(app.screen, StatsScreen)
+        await pilot.press("i")  # the status bar shows the info line instead of the figures
+        await pilot.press("escape")
+        bar = app.query_one(StatusBar)
+        await wait_for(pilot, lambda: bar.render_status().plain.startswith("last suggestion:"))
+        text = bar.render_status().plain
+        cached = s.prompt_tokens - s.prompt_tokens_decoded
+        assert f"prompt {s.prompt_tokens} tok ({cached} cached)" in text
+        assert f"gen {s.tokens} tok" in text and f"acc {s.accepted}/{s.drafted}" in text
+        assert "first text" in text
+        bar.toggle_info()  # and back to the figures
+        assert "tok/s" in bar.render_status().plain
