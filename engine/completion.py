@@ -260,6 +260,19 @@ def finish_completion(text: str, req: CompletionRequest) -> str:
     return out.rstrip() if "\n" in out else out
 
 
+def live_completion(text: str, req: CompletionRequest) -> str:
+    """What of a completion still streaming may be shown: `finish_completion` on its complete
+    lines, plus the partial last line only while it is the first line with content. Why: a partial
+    later line can still turn out to end the block or repeat the code after the cursor, and the
+    finished text would then cut it; shown first and cut later, a suggestion seemed to vanish.
+    With the same rules on the same lines, the finished text extends what was shown."""
+    lines = text.split("\n")
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))
+    if len(lines) - 1 > first:
+        text = "\n".join(lines[:-1])
+    return finish_completion(text, req)
+
+
 def worth_caching(reason: str, text: str) -> bool:
     """Whether a finished completion may be cached for its cursor: a complete answer, or one the
     time budget cut after some text. A completion cut before any text (a cold server still reading

@@ -39,7 +39,9 @@ class CompletionRequest:
     """Fill-in-the-middle at a cursor: text before and after it, optionally other files as context.
 
     `multiline=False` stops at the end of the line; `max_lines` caps a multi-line suggestion;
-    `time_budget_s` ends the completion when it would keep an editor waiting too long.
+    `time_budget_s` ends the completion when it would keep an editor waiting too long, counted
+    from `started_at` (time.monotonic() of the keystroke that asked; None: when the engine starts
+    it), so time spent waiting for the engine counts too.
     `first_token_rank` k > 0 asks for an alternative: the target's k-th most likely first token
     (0 is the most likely), then its own greedy continuation — distinct first tokens, so distinct
     suggestions. Engines that cannot (`EngineInfo.alternatives` False) answer with an error.
@@ -56,6 +58,7 @@ class CompletionRequest:
     max_lines: int = 16
     time_budget_s: float | None = None
     first_token_rank: int = 0
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)

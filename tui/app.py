@@ -10,6 +10,7 @@ and the themes. It talks to the engine only through the `Engine` protocol.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Callable, Iterable
@@ -90,13 +91,13 @@ class SpectermApp(App[int]):
         self.over_ssh = bool(env.get("SSH_CONNECTION"))
         if self.over_ssh:
             self.animation_level = "none"
-        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats)
         self.acceptance_history: list[float] = []
         self.completer = Completer(
             CompletionOptions.from_config(settings.completion),
             event_sink=self._engine_event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
+        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats, suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
         self._layout: tuple[bool, bool] | None = None
         self.watcher: FileWatcher | None = None
@@ -203,6 +204,7 @@ class SpectermApp(App[int]):
 
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def _start_engine(self) -> None:
+        sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
         try:
             engine = self.engine = make_engine(self.settings, on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
             await engine.start()
@@ -421,9 +423,8 @@ class SpectermApp(App[int]):
             self.find_bar.close()
 
     def action_stats(self) -> None:
-        ready = self.engine is not None and self.engine_ready.is_set()
-        session = self.engine.session_stats() if ready else self.status_model.session
-        self.push_screen(StatsScreen(session, list(self.acceptance_history)))
+        session = self.engine.session_stats() if self.engine is not None and self.engine_ready.is_set() else self.status_model.session
+        self.push_screen(StatsScreen(session, list(self.acceptance_history), self.status_model))
 
     def action_insert_code_block(self) -> None:
         editor = self.active_editor
@@ -433,7 +434,6 @@ class SpectermApp(App[int]):
             return
         editor.insert_block(block)
         editor.focus()
-
 
     def action_copy_code_block(self) -> None:
         self.chat.copy_last_code_block()

@@ -38,6 +38,8 @@ def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
         ("Find next", "Go to the next match (F3)", app.action_find_next),
         ("Quit", "Leave specterm, asking about unsaved changes (ctrl+q)", lambda: app.run_action("quit")),
         ("Statistics", "Acceptance by draft position and over time (F9)", app.action_stats),
+        ("Toggle suggestion info", "The status bar shows what the last suggestion cost, or the figures",
+         app.status_bar.toggle_info),
         ("Insert code block", "Insert the last answer's code block at the cursor", app.action_insert_code_block),
         ("Copy code block", "Copy the last answer's code block (OSC 52)", app.chat.copy_last_code_block),
         ("Clear chat", "Forget the conversation so far", app.chat.clear),

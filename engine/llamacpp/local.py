@@ -108,6 +108,7 @@ class LocalEngine:
         self._waiting: list[_Job] = []
         self._cancels = 0  # counts cancel() calls: a prewarm stops at the next one
         self._thread: threading.Thread | None = None
+        self._closing = False  # close() began: new requests are refused, not run on freed models
         self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
                                draft_kind=settings.draft.kind,
                                demo=settings.target.path == DEMO_TARGET, gpu=False)
@@ -179,6 +180,7 @@ class LocalEngine:
         return await fut
 
     async def close(self) -> None:
+        self._closing = True
         await self.cancel()
         if self._thread is not None:
             self._jobs.put(None)
@@ -277,6 +279,9 @@ class LocalEngine:
                 job.cancel.set()
 
         job = _Job(request, sink)
+        if self._closing:
+            yield Finished("cancelled", "", Stats(draft_max=self.settings.speculative.draft_max))
+            return
         if not self._admit(job):
             yield Finished("busy", "", Stats(draft_max=self.settings.speculative.draft_max))
             return
@@ -381,7 +386,7 @@ class LocalEngine:
             check_text = InlineStops(request)
             first_rank = request.first_token_rank
             if request.time_budget_s:
-                deadline = time.perf_counter() + request.time_budget_s
+                deadline = (request.started_at or time.monotonic()) + request.time_budget_s
         elif isinstance(request, ChatRequest):
             text = target.apply_chat_template([(m.role, m.content) for m in request.messages])
             # Templates that write the BOS text themselves (Llama 3) must not get a second BOS.
@@ -400,7 +405,7 @@ class LocalEngine:
                 why = cancelled()
                 if why:
                     return why
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 return "time"
             return None
 

@@ -403,7 +403,7 @@ class RemoteEngine:
     async def _one_attempt(self, request: Request, run: _Run, state: ReplyState) -> AsyncIterator[Event]:
         is_fim = isinstance(request, CompletionRequest)
         budget = request.time_budget_s if is_fim else None
-        t_start = time.monotonic()
+        t_start = (request.started_at if is_fim else None) or time.monotonic()
 
         def time_left() -> float | None:
             return None if budget is None else max(budget - (time.monotonic() - t_start), 0.0)

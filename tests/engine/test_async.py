@@ -129,3 +129,16 @@ def test_engine_survives_a_caller_whose_event_loop_closed(models):
 
     final = asyncio.run(use_again())
     assert final.reason in ("length", "eos")
+
+
+async def test_a_completion_time_budget_counts_from_the_keystroke(engine):
+    import time
+
+    code = "def add(a, b):\n" * 3 + "def mul(a, b):\n"
+    base = CompletionRequest(prefix=code, suffix="", max_tokens=8, max_lines=50, time_budget_s=30.0)
+    # The keystroke was 60 s ago (the request waited): the budget is spent before the first pass.
+    _, _, late = await collect(engine, CompletionRequest(**{**base.__dict__, "started_at": time.monotonic() - 60}))
+    assert late.reason == "time" and late.stats.tokens <= 1
+    # A keystroke just now: the same budget lets it generate.
+    _, _, now = await collect(engine, CompletionRequest(**{**base.__dict__, "started_at": time.monotonic()}))
+    assert now.stats.tokens > 1

@@ -22,6 +22,18 @@ def make_app(settings, path, env, **kwargs) -> SpectermApp:
     return SpectermApp(settings, path, environ=env, watch=kwargs.pop("watch", False), **kwargs)
 
 
+def user_requests(app) -> int:
+    """Requests the editor made for the cursor (prefetches, asked ahead for a Tab, not counted)."""
+    return sum(not r.prefetch for r in app.completer.log.records)
+
+
+async def fresh_completion(app, prefix: str, suffix: str) -> str:
+    """The finished text of a new request at a cursor, straight from the app's engine."""
+    request = app.completer.build_request(prefix, suffix, str(app.active_editor.path))
+    events = [event async for event in app.engine.stream(request)]
+    return events[-1].text
+
+
 async def ghost_at(pilot, app, location=CURSOR_AFTER_DEF) -> str:
     """Put the cursor somewhere, pause, and wait for the streamed suggestion to finish."""
     await wait_for(pilot, app.engine_ready.is_set)
@@ -41,10 +53,15 @@ async def test_pause_shows_ghost_text_tab_inserts_it_as_one_undo_step(project, s
         ghost = await ghost_at(pilot, app)
         assert "\n" in ghost  # a multi-line suggestion (next line of the function)
         assert editor.text == REPETITIVE  # ghost text is not in the document
+        await wait_for(pilot, lambda: app.completer.prefetch is None)  # the next one, asked ahead
         await pilot.press("tab")
-        row, col = CURSOR_AFTER_DEF
         assert editor.text == REPETITIVE[: len(REPETITIVE) - 1] + ghost + "\n"
-        assert editor.ghost_text == ""
+        # What shows now is the prefetched next suggestion, from the cache: exactly what a fresh
+        # request at the new cursor answers ("" here: the function's block ends after its return).
+        prefix, suffix = editor.prefix_suffix()
+        fresh = await fresh_completion(app, prefix, suffix)
+        assert app.completer.cache.get(prefix, suffix) == (fresh or None)
+        assert editor.ghost_text == fresh and not editor.completion_pending
         await pilot.press("ctrl+z")
         assert editor.text == REPETITIVE
 
@@ -80,12 +97,14 @@ async def test_escape_dismisses_and_typing_through_consumes(project, settings_fo
         assert editor.ghost_text == "" and not editor.completion_pending
         assert editor.text == REPETITIVE
 
-        # Back at the same position: the cache answers at once, without a request.
-        requests_before = app.completer._next_id
+        # Back at the same position: the cache answers at once, without a request (only the
+        # prefetch of what would follow it).
+        requests_before = user_requests(app)
         editor.move_cursor((0, 0))
         editor.move_cursor(CURSOR_AFTER_DEF)
         await wait_for(pilot, lambda: editor.ghost_text == ghost, timeout=5)
-        assert app.completer._next_id == requests_before
+        assert user_requests(app) == requests_before
+        assert editor.ghost_source == "cache"
         assert app.completer.cache.hits >= 1
 
         # Typing what the suggestion says consumes it: no new request, the rest stays.
@@ -95,7 +114,7 @@ async def test_escape_dismisses_and_typing_through_consumes(project, settings_fo
         assert ghost.startswith(typed)
         await pilot.pause(0.3)  # several debounce periods
         assert editor.ghost_text == ghost[len(typed):]
-        assert app.completer._next_id == requests_before
+        assert user_requests(app) == requests_before
 
         # Any other edit dismisses it (and a new request follows the pause).
         editor.insert("z")
@@ -111,10 +130,15 @@ async def test_accept_next_word_and_next_line(project, settings_for, env):
         inserted = editor.text[len(REPETITIVE) - 1:-1]
         assert inserted.strip() and ghost.startswith(inserted) and len(inserted) < len(ghost)
         assert editor.ghost_text == ghost[len(inserted):]
-        await pilot.press("end")  # the rest of that line
-        assert "\n" not in editor.ghost_text[:1]
+        await wait_for(pilot, lambda: app.completer.prefetch is None)
+        await pilot.press("end")  # the rest of that line: the whole suggestion is in now
         line = editor.document[CURSOR_AFTER_DEF[0] + 1]
-        assert line.strip().startswith("return")
+        assert line.strip().startswith("return") and editor.text.endswith(line + "\n")
+        # The next suggestion (prefetched) shows, exactly as a fresh request says; never a bare
+        # line break.
+        prefix, suffix = editor.prefix_suffix()
+        fresh = await fresh_completion(app, prefix, suffix)
+        assert editor.ghost_text == fresh and (fresh == "" or fresh.strip())
 
 
 async def test_chat_streams_an_answer_and_escape_cancels(project, settings_for, env):

@@ -57,3 +57,82 @@ def test_cache_serves_exact_positions_and_positions_typed_into_a_suggestion():
     cache.put("b", "", "2")  # evicts the least recently used ("def f(")
     assert cache.get("def f(", ")") is None
     assert len(cache) == 2
+
+
+# -- the live ghost follows the finished text's rules (issue 14: shown suggestions vanished) -------
+
+LIVE_CASES = [
+    # (prefix, suffix, what the model streams, max_lines)
+    ("def f(x):\n", "\ndef g():\n    pass\n", "    y = x + 1\n    return y\n\ndef h():\n    pass\n", 8),
+    ("def f(x):\n    ", "\n", "y = 1\n    z = 2\n    w = 3\n    v = 4\n", 2),  # the line cap
+    ("x = [\n", "]\n", "    1,\n    2,\n\n\n", 8),  # trailing blank lines
+    ("if a:\n    b = 1\n", "    c = 2\n    d = 3\n", "    e = 0\n    c = 2\n    d = 3\n", 8),  # repeats what follows
+    ("print(", ")\n", "total)", 8),  # the closing bracket already there
+    ("def f():\n", "", "\n\n", 8),  # only line breaks: never a "\n" ghost
+]
+
+
+def test_every_live_ghost_is_a_prefix_of_the_finished_text():
+    from specterm.engine.completion import live_completion
+
+    for prefix, suffix, streamed, max_lines in LIVE_CASES:
+        req = CompletionRequest(prefix=prefix, suffix=suffix, max_lines=max_lines)
+        line_after, *rest = suffix.split("\n")
+
+        def drawn(text: str) -> str:  # what the editor draws for a text at this cursor
+            return visible_ghost(text, line_after, rest)
+
+        final = drawn(finish_completion(streamed, req))
+        shown = ""
+        for n in range(1, len(streamed) + 1):
+            now = drawn(live_completion(streamed[:n], req))
+            assert final.startswith(now), (streamed[:n], now, final)
+            assert now.startswith(shown), (shown, now)  # it only grows: nothing shown vanishes
+            assert now == "" or now.strip(), repr(now)  # never blanks or a bare line break
+            shown = now
+
+
+def test_the_first_line_streams_at_once_later_lines_when_complete():
+    from specterm.engine.completion import live_completion
+
+    req = CompletionRequest(prefix="def f(x):\n", suffix="")
+    assert live_completion("    ret", req) == "    ret"  # the first line grows token by token
+    assert live_completion("\n    ret", req) == "\n    ret"  # after a blank lead-in too
+    assert live_completion("    y = 1\n    ret", req) == "    y = 1"  # a later line: once complete
+    assert live_completion("    y = 1\nclass", req) == "    y = 1"
+
+
+def test_cache_key_is_the_text_near_the_cursor():
+    cache = CompletionCache()
+    far = "# top\n" * 400  # 2400 characters: further than the key looks
+    cache.put(far + "x = 1\n", "\nend\n", "y = 2")
+    # an edit far above the cursor, and the request window starting elsewhere: still found
+    assert cache.get("# edited\n" + far + "x = 1\n", "\nend\n") == "y = 2"
+    assert cache.get(far[-2000:] + "x = 1\n", "\nend\n") == "y = 2"
+    # an edit near the cursor (before or after): not found
+    assert cache.get(far + "x = 2\n", "\nend\n") is None
+    assert cache.get(far + "x = 1\n", "\nstart\n") is None
+
+
+def test_debounce_adapts_to_typing_speed_and_response_time():
+    from specterm.tui.widgets.debounce import MAX_S, MIN_S, AdaptiveDebounce
+
+    fast = AdaptiveDebounce(start_s=0.25)
+    assert fast.delay_s == 0.25  # nothing measured yet
+    for i in range(20):
+        fast.keystroke(i * 0.06)  # 16 characters a second
+    slow = AdaptiveDebounce(start_s=0.25)
+    for i in range(20):
+        slow.keystroke(i * 0.4)
+    assert MIN_S <= fast.delay_s < 0.25 < slow.delay_s <= MAX_S
+    before = slow.delay_s
+    slow.response(2.0)  # slow answers: a request thrown away costs more, wait a little longer
+    assert slow.delay_s > before
+    slow.keystroke(100.0)  # a long pause is not a typing speed
+    assert slow.gap_s is not None and slow.gap_s < 0.5
+    for i in range(50):
+        slow.keystroke(200 + i * 0.9)
+        slow.response(5.0)
+    assert slow.delay_s == MAX_S  # never more than a second
+    fast.response(-1.0)  # nonsense is ignored
+    assert fast.response_s is None

@@ -57,6 +57,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _cps(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected characters a second, got {text!r}") from None
+    if not (value > 0 and value <= 1000):
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1000 characters a second, got {text}")
+    return value
+
+
 def _kinds(text: str) -> tuple[str, ...]:
     from specterm.engine.bench.tasks import TASK_KINDS  # light: no llama.cpp
 
@@ -104,6 +114,15 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
                    help="seed for the FIM cursor positions (default: 0)")
     p.add_argument("--no-costs", action="store_true",
                    help="skip measuring t1/t_d/t_v (no predicted speedup or efficiency)")
+    p.add_argument("--replay", metavar="FILE", default=None,
+                   help="type FILE into the real app (headless) at a human pace and measure its "
+                   "completions: latency after a pause and after Tab, the share the assistant wrote, "
+                   "wasted generation, in-app against headless tokens/s, vanished suggestions")
+    p.add_argument("--cps", type=_cps, default=None, metavar="N",
+                   help="--replay typing speed in characters a second (default: 8)")
+    p.add_argument("--full", action="store_true",
+                   help="--replay types the whole file from an empty buffer (default: blanked regions "
+                   "spread over the file, so a 25 KB file takes at most about 5 minutes)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout; the table goes to stderr")
     p.add_argument("--plot", metavar="FILE", default=None,
@@ -190,6 +209,10 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.replay is not None:
+        return run_replay(args, settings)
+    if args.cps is not None or args.full:
+        raise UsageError("bench: --cps and --full go with --replay FILE.")
     if settings.engine.backend != "local":
         raise UsageError(
             "bench measures the local llama.cpp engine (it times target and draft passes itself); "
@@ -403,3 +426,53 @@ def write_chart(data: dict, out: TextIO, width: int = 40) -> None:
         if one < width and n <= one:
             bar = bar[:one] + "|" + bar[one + 1:]
         out.write(f"{label:>9} {bar} {_f(v, '.2f')}x\n")
+
+
+def run_replay(args: argparse.Namespace, settings: Settings) -> int:
+    """`bench --replay FILE`: the app types FILE; see tui/replay.py. Textual loads only here."""
+    if args.paths or args.tasks_file or args.sweep or args.compare_llama_cpp:
+        raise UsageError("bench: --replay FILE runs alone (no PATHS, --tasks-file, --sweep or --compare-llama-cpp).")
+    path = Path(args.replay)
+    text = read_user_text(path, f"--replay {args.replay}")
+    if not text.strip():
+        raise UsageError(f"--replay {args.replay}: the file is empty; there is nothing to type.")
+    if "\x00" in text:
+        raise UsageError(f"--replay {args.replay}: not a text file (it holds NUL bytes).")
+    from ..replay import DEFAULT_CPS, ReplayError, ReplayOptions, run_replay as replay
+
+    progress = TtyProgress()
+    opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
+    try:
+        data = replay(settings, path, text.replace("\r\n", "\n"), opts, lambda message: progress(f"replay: {message}"))
+    except ReplayError as err:
+        raise UsageError(f"bench --replay: {err}.") from None
+    finally:
+        progress.clear()
+    write_replay(data, sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+    return 0
+
+
+def write_replay(d: dict, out: TextIO) -> None:
+    def ms(key: str) -> str:
+        n = d[key.replace("_ms", "_count")]
+        return f"p50 {d[key]['p50']:.0f} ms, p95 {d[key]['p95']:.0f} ms ({n})" if n else "none measured"
+
+    lines = [
+        f"replay of {d['file']}: {d['region_chars']} of {d['file_chars']} characters in {d['regions']} "
+        f"region(s) at {d['cps']:g} characters/s, {d['duration_s']:.0f} s",
+        f"first suggestion after a pause  {ms('first_ghost_ms')}",
+        f"complete suggestion             {ms('complete_ms')}",
+        f"next suggestion after Tab       {ms('after_accept_ms')}; {d['accepts_without_next']} Tab(s) with none",
+        f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
+        f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
+        f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['word_accepts']} word accepts",
+        f"requests                        {d['requests']} asked, {d['prefetches']} prefetched; {d['wasted_tokens']} tokens never shown",
+        f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} against {d['headless_tokens_per_s']:.1f} with the UI idle "
+        f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests)",
+        f"suggestions that vanished       {d['vanished']} (without an edit; must be 0)",
+    ]
+    if not d["text_matches"]:
+        lines.append("warning: the typed buffer does not equal the file (the replay went astray)")
+    out.write("\n".join(lines) + "\n")

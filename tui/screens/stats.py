@@ -17,7 +17,8 @@ from textual.widgets import Sparkline, Static
 
 from specterm.engine import Stats
 
-from ..widgets.status_bar import percent
+from ..widgets.status_bar import StatusModel, percent
+from ..widgets.suggestions import info_line
 
 BAR_WIDTH = 30
 
@@ -62,12 +63,13 @@ class StatsScreen(ModalScreen[None]):
     StatsScreen .title { text-style: bold; margin-top: 1; }
     StatsScreen Sparkline { height: 4; margin: 0 1; }
     """
-    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("i", "toggle_info", "Info line")]
 
-    def __init__(self, session: Stats, history: list[float]) -> None:
+    def __init__(self, session: Stats, history: list[float], status: StatusModel | None = None) -> None:
         super().__init__()
         self.session = session
         self.history = history  # acceptance of each finished request that drafted something
+        self.status = status  # the status bar's model: its info line is toggled here
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -83,7 +85,17 @@ class StatsScreen(ModalScreen[None]):
                 yield Sparkline(self.history, summary_function=max)
             else:
                 yield Static("– no request has drafted yet")
-            yield Static("Esc closes.", classes="title")
+            if self.status is not None and self.status.suggestions is not None:
+                yield Static("Last suggestion", classes="title")
+                yield Static(info_line(self.status.suggestions.last_shown()), markup=False)
+            yield Static("i: the status bar shows the last suggestion's cost (or the figures). Esc closes.",
+                         classes="title")
+
+    def action_toggle_info(self) -> None:
+        if self.status is not None:
+            self.status.show_info = not self.status.show_info
+            self.notify("Status bar: " + ("last suggestion's cost" if self.status.show_info else "figures"),
+                        timeout=2)
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

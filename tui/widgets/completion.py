@@ -8,13 +8,16 @@ thread never waits for the model.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
-from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished
+from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished, TextDelta
 from specterm.engine.completion import worth_caching
 
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
+from .suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
 
 EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
 
@@ -69,6 +72,8 @@ class Completer:
         self.context_files = context_files
         self.blocked_by: str | None = None  # e.g. "chat": automatic completions wait
         self.prewarming = False  # a prewarm was asked for since the last edit
+        self.log = SuggestionLog()  # every request's timings and figures (info line, replay bench)
+        self.prefetch: Prefetch | None = None  # the next suggestion, computed ahead
         self._active: int | None = None
         self._next_id = 0
 
@@ -86,7 +91,9 @@ class Completer:
         self._next_id += 1
         return self._next_id
 
-    def build_request(self, prefix: str, suffix: str, path: str | None) -> CompletionRequest:
+    def build_request(self, prefix: str, suffix: str, path: str | None,
+                      keystroke_at: float | None = None) -> CompletionRequest:
+        """The request for a cursor; its time budget counts from `keystroke_at` (monotonic)."""
         o = self.options
         return CompletionRequest(
             prefix=prefix[stable_window_start(prefix, PREFIX_CHARS):],
@@ -97,28 +104,59 @@ class Completer:
             multiline=o.multiline,
             max_lines=o.max_lines,
             time_budget_s=o.time_budget_s,
+            started_at=keystroke_at,
         )
 
-    async def stream(self, request_id: int, request: CompletionRequest) -> AsyncIterator[Event]:
-        """Stream one completion; every event also goes to the app's sink. A newer request makes the
-        engine end this one ("superseded"). Alternatives (`first_token_rank` > 0) are neither
-        reported nor cached: the figures and the cache are the main suggestion's."""
+    def start_prefetch(self, request_id: int, request: CompletionRequest, key) -> Prefetch:
+        """Note a prefetch: the request a Tab at `key` would make, asked now."""
+        record = self.log.add(CompletionRecord(request_id, request, True, time.monotonic()))
+        self.prefetch = Prefetch(request_id, key, record)
+        return self.prefetch
+
+    def record(self, request_id: int, request: CompletionRequest, keystroke_at: float) -> CompletionRecord:
+        return self.log.add(CompletionRecord(request_id, request, False, keystroke_at))
+
+    async def stream(self, request_id: int, request: CompletionRequest,
+                     record: CompletionRecord | None = None) -> AsyncIterator[Event]:
+        """Stream one completion; its events go into its `record` and to the app's sink (a
+        prefetch's only once it is on screen: the bar shows what the user sees). A newer request makes the engine end this one
+        ("superseded"), a prefetch included: a prefetch never holds up what the user asked for.
+        Alternatives (`first_token_rank` > 0) are neither reported nor cached: the figures and the
+        cache are the main suggestion's."""
         engine = self.engine
         if engine is None:
             return
         self._active = request_id
         self.prewarming = False  # the engine stops a prewarm for any request
+        probe = asyncio.ensure_future(probe_lag(record)) if record is not None else None
         try:
             async for event in engine.stream(request):
                 main = not request.first_token_rank
-                if self.event_sink is not None and main:
+                if record is not None:
+                    if isinstance(event, TextDelta) and record.first_text_at is None:
+                        record.first_text_at = time.monotonic()
+                    elif isinstance(event, Finished):
+                        record.finished_at = time.monotonic()
+                        record.reason, record.text, record.stats = event.reason, event.text, event.stats
+                if (self.event_sink is not None and main
+                        and (record is None or not record.prefetch or record.shown)):
                     self.event_sink("completion", event)
                 if isinstance(event, Finished) and main and worth_caching(event.reason, event.text):
                     self.cache.put(request.prefix, request.suffix, event.text)
                 yield event
         finally:
+            if probe is not None:
+                probe.cancel()
             if self._active == request_id:
                 self._active = None
+            if self.prefetch is not None and self.prefetch.request_id == request_id:
+                self.prefetch = None  # its answer is in the cache now (if it is one)
+
+    def drop_prefetch(self) -> int | None:
+        """Forget the prefetch (the user edited elsewhere: its answer would serve nobody); returns
+        its request id for `cancel`, None when there was none."""
+        pre, self.prefetch = self.prefetch, None
+        return None if pre is None else pre.request_id
 
     async def prewarm(self, request: CompletionRequest) -> None:
         """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""

@@ -8,15 +8,24 @@ document down), each coloured like code in the theme's dimmed ghost style.
 Lifecycle of a suggestion:
 - a pause in typing (debounce) or the complete key starts a request; the cache may answer at once;
 - text streams in token by token and is shown as it arrives;
+- text streams in token by token and is shown by the same rules as the finished text
+  (`live_completion`), so a shown suggestion never vanishes unless the text under it changes;
+- once shown in full, the next suggestion is computed as if it were accepted (prefetch); Tab then
+  shows it at once (from the cache, or by following the prefetch still streaming);
 - typing characters that match the suggestion consumes them (no new request);
-- any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request;
+- any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request and
+  the prefetch;
 - Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step;
-- once it has finished, alternatives are computed while nothing changes (tui/widgets/alternatives.py)
-  and Alt+] / Alt+[ (alt+n / alt+p) cycle them.
+- once it has finished, the next suggestion is prefetched (as if accepted), then alternatives are
+  computed while nothing changes (tui/widgets/alternatives.py) and Alt+] / Alt+[ (alt+n / alt+p)
+  cycle them.
+The typing pause adapts to the user's typing speed and the measured response time (debounce.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,13 +45,15 @@ from textual.document._document_navigator import DocumentNavigator
 from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
 
 from specterm.engine import Finished, TextDelta
+from specterm.engine.completion import live_completion
 
 from ..themes import SpectermTheme
 from . import alternatives
 from .alternatives import Alternatives
 from .completion import Completer
+from .debounce import AdaptiveDebounce
 from .document import EditorDocument, UnwrappedDocument
-from .ghost import next_line, next_word, visible_ghost
+from .ghost import cache_key, next_line, next_word, visible_ghost
 from .highlight import (
     WHOLE_FILE_LINES,
     WINDOW_MARGIN_LINES,
@@ -53,6 +64,7 @@ from .highlight import (
     lexer_for,
     window_bounds,
 )
+from .suggestions import CompletionRecord, Source
 
 # Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
 # that TextArea would insert before any binding ran.
@@ -60,6 +72,9 @@ ALTERNATIVE_KEYS = {"alt+right_square_bracket": 1, "alt+n": 1, "alt+left_square_
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 INCREMENTAL_HIGHLIGHT_LINES = 400  # above this, keystrokes re-lex only the edited lines at once
 FULL_HIGHLIGHT_DELAY_S = 0.3
+# While a suggestion streams, it is redrawn at most this often: the first text at once, then in
+# batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
+STREAM_REDRAW_S = 1 / 30
 
 
 @dataclass
@@ -72,6 +87,8 @@ class _Ghost:
     consumed: str = ""  # the part the user has typed through or accepted
     streaming: bool = True
     alternatives: Alternatives | None = None  # once it has finished (Alt+] / Alt+[ cycle)
+    source: Source = "engine"
+    record: CompletionRecord | None = None  # the request that made it (None: from the cache)
 
     @property
     def remaining(self) -> str:
@@ -98,12 +115,14 @@ class CodeEditor(TextArea):
             self.text = text
 
     class GhostChanged(Message):
-        """The visible ghost text changed (tests and the status bar listen)."""
+        """The visible ghost text changed (tests and the replay bench listen); `at` is when it was
+        drawn (time.monotonic()), the message may be handled later."""
 
         def __init__(self, editor: "CodeEditor", text: str) -> None:
             super().__init__()
             self.editor = editor
             self.text = text
+            self.at = time.monotonic()
 
     def __init__(
         self,
@@ -126,6 +145,9 @@ class CodeEditor(TextArea):
         self._ghost_marker = ""  # "1/3" drawn after a suggestion that has alternatives
         self._editing = False
         self._debounce: Timer | None = None
+        self._redraw: Timer | None = None
+        self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
+        self._keystroke_at = time.monotonic()  # the latest edit or cursor move
         self._full_highlight: Timer | None = None
         self._highlight_window: tuple[int, int] | None = None  # rows lexed in a large file
         self._current_edit: Edit | None = None
@@ -243,6 +265,12 @@ class CodeEditor(TextArea):
         return self._ghost_visible
 
     @property
+    def ghost_source(self) -> Source | None:
+        """Where the suggestion at the cursor (shown or still coming) is from: the engine, a
+        prefetch or the cache; None when there is none."""
+        return self._ghost.source if self._ghost is not None else None
+
+    @property
     def completion_pending(self) -> bool:
         """A debounce timer or an engine request is under way."""
         return (self._debounce is not None) or (self._ghost is not None and self._ghost.streaming)
@@ -283,10 +311,17 @@ class CodeEditor(TextArea):
         if completer is None or engine is None or not engine.info.alternatives:
             return
         alts = ghost.alternatives = Alternatives([ghost.full])
-        self.run_worker(
-            alternatives.fetch(completer, request, alts, lambda: self._ghost is ghost, self._render_ghost),
-            group="alternatives", exit_on_error=False,
-        )
+
+        async def after_prefetch() -> None:
+            # The prefetch (what Tab shows next) goes first: the engine runs one completion at a
+            # time, and a newer one would end it.
+            while completer.prefetch is not None and self._ghost is ghost:
+                await asyncio.sleep(0.02)
+            if self._ghost is ghost:
+                await alternatives.fetch(completer, request, alts, lambda: self._ghost is ghost,
+                                         self._render_ghost)
+
+        self.run_worker(after_prefetch(), group="alternatives", exit_on_error=False)
 
     def _stop_alternatives(self, ghost: _Ghost | None) -> None:
         alts = ghost.alternatives if ghost is not None else None
@@ -377,6 +412,7 @@ class CodeEditor(TextArea):
             and self.selection.is_empty
             and ghost.remaining.startswith(edit.text)
         )
+        self._keystroke()
         self._editing = True
         self._current_edit = edit
         try:
@@ -389,6 +425,8 @@ class CodeEditor(TextArea):
             ghost.consumed += edit.text
             ghost.anchor = result.end_location
             self._render_ghost()
+            if not self._ghost_visible and not ghost.streaming:
+                self._after_accept()  # typed or accepted through to its end: the next one
         else:
             self._dismiss(cancel=True)
             self._schedule()
@@ -413,6 +451,7 @@ class CodeEditor(TextArea):
         ghost = self._ghost
         if ghost is not None and selection.is_empty and selection.end == ghost.anchor:
             return
+        self._keystroke()
         self._dismiss(cancel=True)
         self._schedule()
 
@@ -426,15 +465,20 @@ class CodeEditor(TextArea):
 
     # -- requests ---------------------------------------------------------------------------------
 
+    def _keystroke(self) -> None:
+        self._keystroke_at = time.monotonic()
+        self.debounce.keystroke(self._keystroke_at)
+
     def _schedule(self) -> None:
-        """(Re)start the typing-pause timer for an automatic completion."""
+        """(Re)start the typing-pause timer for an automatic completion (adaptive length)."""
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
         completer = self.completer
         if completer is None or not completer.options.auto or not self.has_focus:
             return
-        self._debounce = self.set_timer(completer.options.debounce_s, self._debounced)
+        self.debounce.start_s = completer.options.debounce_s
+        self._debounce = self.set_timer(self.debounce.delay_s, self._debounced)
 
     def _debounced(self) -> None:
         self._debounce = None
@@ -459,34 +503,72 @@ class CodeEditor(TextArea):
             return
         if completer.blocked_by and not manual:
             return
+        if self._ghost is not None and self._ghost_visible:
+            return  # a suggestion is on screen: asking again must not make it vanish
         prefix, suffix = self.prefix_suffix()
         cached = completer.cache.get(prefix, suffix)
         self._dismiss(cancel=False)
         if cached is not None:
-            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False)
+            self._ghost = _Ghost(None, self.cursor_location, full=cached, streaming=False, source="cache",
+                                 record=completer.log.answered(cache_key(prefix, suffix)))
             self._render_ghost()
             if not self._ghost_visible:
                 self._ghost = None
+            else:
+                self._prefetch_next()
             return
+        pre = completer.prefetch
+        if pre is not None and pre.key == cache_key(prefix, suffix):  # asked ahead: follow it
+            self._ghost = _Ghost(pre.request_id, self.cursor_location, full=pre.shown,
+                                 source="prefetch", record=pre.record)
+            self._render_ghost()
+            return
+        completer.prefetch = None  # the engine supersedes it with the request below
         request_id = completer.new_request_id()
-        self._ghost = _Ghost(request_id, self.cursor_location)
-        request = completer.build_request(prefix, suffix, str(self.path) if self.path else None)
+        path = str(self.path) if self.path else None
+        request = completer.build_request(prefix, suffix, path, keystroke_at=self._keystroke_at)
+        record = completer.record(request_id, request, self._keystroke_at)
+        self._ghost = _Ghost(request_id, self.cursor_location, record=record)
         self.run_worker(
-            self._stream(completer, request_id, request),
+            self._stream(completer, request_id, request, record),
             group="completion",
             exit_on_error=False,
         )
 
-    async def _stream(self, completer: Completer, request_id: int, request) -> None:
+    def _prefetch_next(self) -> None:
+        """Ask now for the suggestion that follows the shown one, as if it were accepted: Tab then
+        shows it at once. Never while a chat answers; a user request supersedes it."""
+        completer = self.completer
+        if completer is None or not completer.options.auto or completer.blocked_by or not self._ghost_visible:
+            return
+        prefix, suffix = self.prefix_suffix()
+        prefix += self._ghost_visible
+        key = cache_key(prefix, suffix)
+        if key in completer.cache or (completer.prefetch is not None and completer.prefetch.key == key):
+            return
+        request_id = completer.new_request_id()
+        request = completer.build_request(prefix, suffix, str(self.path) if self.path else None)
+        pre = completer.start_prefetch(request_id, request, key)
+        self.run_worker(self._stream(completer, request_id, request, pre.record), group="completion",
+                        exit_on_error=False)
+
+    async def _stream(self, completer: Completer, request_id: int, request, record: CompletionRecord) -> None:
         text = ""
-        async for event in completer.stream(request_id, request):
+        async for event in completer.stream(request_id, request, record):
             ghost = self._ghost
             mine = ghost is not None and ghost.request_id == request_id
             if isinstance(event, TextDelta):
                 text += event.text
-                if mine:
-                    ghost.full = text
-                    self._render_ghost()
+                live = live_completion(text, request)  # the finished text's rules: it only grows
+                pre = completer.prefetch
+                if pre is not None and pre.request_id == request_id:
+                    pre.shown = live
+                if mine and live != ghost.full:
+                    ghost.full = live
+                    if not self._ghost_visible:
+                        self._render_ghost()  # the first text: at once
+                    elif self._redraw is None:
+                        self._redraw = self.set_timer(STREAM_REDRAW_S, self._redraw_ghost)
             elif isinstance(event, Finished):
                 if not mine:
                     continue
@@ -498,18 +580,34 @@ class CodeEditor(TextArea):
                 self._render_ghost()
                 if not self._ghost_visible:
                     self._ghost = None
-                elif event.reason in ("eos", "length", "stop"):
-                    self._fetch_alternatives(ghost, request)
+                else:
+                    self._prefetch_next()
+                    if event.reason in ("eos", "length", "stop"):
+                        self._fetch_alternatives(ghost, request)
 
-    def _dismiss(self, *, cancel: bool) -> None:
+    def _redraw_ghost(self) -> None:
+        self._redraw = None
+        self._render_ghost()
+
+    def _dismiss(self, *, cancel: bool, keep_prefetch: bool = False) -> None:
         ghost = self._ghost
         self._ghost = None
         self._stop_alternatives(ghost)
-        if cancel and ghost is not None and ghost.streaming and ghost.request_id is not None:
-            if self.completer is not None and self.is_mounted:
-                self.run_worker(self.completer.cancel(ghost.request_id), exit_on_error=False)
+        completer = self.completer
+        if cancel and completer is not None and self.is_mounted:
+            if ghost is not None and ghost.streaming and ghost.request_id is not None:
+                self.run_worker(completer.cancel(ghost.request_id), exit_on_error=False)
+            prefetch = None if keep_prefetch else completer.drop_prefetch()
+            if prefetch is not None:
+                self.run_worker(completer.cancel(prefetch), exit_on_error=False)
         if self._ghost_visible or self._ghost_lines:
             self._render_ghost()
+
+    def _after_accept(self) -> None:
+        """The whole suggestion is in the document now: show the next one (prefetched: at once)."""
+        self._dismiss(cancel=True, keep_prefetch=True)
+        if self.completer is not None and self.completer.options.auto:
+            self._start_completion(manual=False)
 
     def _accept(self, piece: str, *, finish: bool) -> None:
         ghost = self._ghost
@@ -518,12 +616,15 @@ class CodeEditor(TextArea):
         self.history.checkpoint()
         self.insert(piece, ghost.anchor)  # consumed through edit(): the rest stays
         self.history.checkpoint()
-        if finish:
-            self._dismiss(cancel=True)
+        if finish and self._ghost is ghost:  # (edit() already moved on when it consumed it all)
+            self._after_accept()
 
     # -- drawing ----------------------------------------------------------------------------------
 
     def _render_ghost(self) -> None:
+        if self._redraw is not None:
+            self._redraw.stop()
+            self._redraw = None
         ghost = self._ghost
         visible = ""
         if ghost is not None and self.selection.is_empty and self.cursor_location == ghost.anchor:
@@ -539,6 +640,10 @@ class CodeEditor(TextArea):
             return
         self._ghost_visible = visible
         self._ghost_marker = marker
+        if visible and ghost is not None and ghost.record is not None and not ghost.record.shown:
+            ghost.record.shown = True
+            if ghost.source == "engine":  # how long a request takes to show: the pause adapts
+                self.debounce.response(time.monotonic() - ghost.record.keystroke_at)
         if visible:
             row, col = self.cursor_location
             theme = self._theme
@@ -562,14 +667,17 @@ class CodeEditor(TextArea):
             self._ghost_moves_tail = False
         self._line_cache.clear()
         new_extra = max(0, len(self._ghost_lines) - 1)
-        if new_extra != old_extra:
+        if new_extra != old_extra:  # rows below move: redraw all of it
             self._refresh_size()
-        if new_extra:
-            row, _ = self.cursor_location
-            self.scroll_to_region(
-                Region(0, row, 1, new_extra + 1), animate=False, immediate=True, force=True
-            )
-        self.refresh()
+            if new_extra:
+                row, _ = self.cursor_location
+                self.scroll_to_region(
+                    Region(0, row, 1, new_extra + 1), animate=False, immediate=True, force=True
+                )
+            self.refresh()
+        else:  # the same rows: redraw only the cursor line and the suggestion's (a token's worth)
+            y = self.cursor_location[0] - self.scroll_offset.y
+            self.refresh(Region(0, y, self.size.width, new_extra + 1))
         self.post_message(self.GhostChanged(self, visible))
 
     def _refresh_size(self) -> None:

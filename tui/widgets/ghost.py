@@ -16,6 +16,11 @@ from specterm.engine.completion import drop_suffix_repeat
 # file neither blows the context window nor makes hashing slow; the engine trims further if needed.
 PREFIX_CHARS = 6000
 SUFFIX_CHARS = 2000
+# The cache key: the text nearest the cursor only, as llama.vim keys its cache, so a suggestion
+# survives an edit far above or below (and the request window's moving start) yet never serves a
+# cursor whose surroundings differ.
+KEY_PREFIX_CHARS = 1500
+KEY_SUFFIX_CHARS = 400
 # How far back (characters on the current line) a cached suggestion may be reused after typing.
 CACHE_REUSE_CHARS = 48
 
@@ -62,7 +67,7 @@ class CacheKey:
 
 
 def cache_key(prefix: str, suffix: str) -> CacheKey:
-    return CacheKey(prefix[-PREFIX_CHARS:], suffix[:SUFFIX_CHARS])
+    return CacheKey(prefix[-KEY_PREFIX_CHARS:], suffix[:KEY_SUFFIX_CHARS])
 
 
 class CompletionCache:
@@ -93,6 +98,9 @@ class CompletionCache:
         self._items.move_to_end(key)
         while len(self._items) > self.size:
             self._items.popitem(last=False)
+
+    def __contains__(self, key: CacheKey) -> bool:
+        return key in self._items
 
     def get(self, prefix: str, suffix: str) -> str | None:
         key = cache_key(prefix, suffix)

@@ -15,7 +15,10 @@ from textual.widgets import Static
 
 from specterm.engine import EngineInfo, Event, Finished, Stats, StatsUpdate
 
+from .suggestions import SuggestionLog, info_line
+
 MAX_HZ = 4
+MIN_RATE_S = 0.05  # a live tokens/s over less generation time is noise (the first token is free)
 
 
 def percent(value: float | None) -> str:
@@ -37,6 +40,8 @@ class StatusModel:
     message: str = ""  # e.g. loading progress
     file_label: str = ""  # cursor position and language of the active editor
     show_stats: bool = True  # [ui] show_stats
+    suggestions: SuggestionLog | None = None  # the editor's completion records
+    show_info: bool = False  # the bar shows what the last suggestion cost (stats screen: i)
 
     def update_info(self, info: EngineInfo, *, demo: bool = False) -> None:
         self.target = info.target_name
@@ -67,6 +72,7 @@ class StatusBar(Static):
         super().__init__("", id=id, markup=False)
         self.model = model
         self._dirty = True
+        self._info_shown = model.show_info
 
     def on_mount(self) -> None:
         self.set_interval(1 / MAX_HZ, self._tick)
@@ -76,6 +82,11 @@ class StatusBar(Static):
         self._dirty = True
 
     def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def toggle_info(self) -> None:
+        """Show what the last suggestion cost instead of the figures, or the figures again."""
+        self.model.show_info = not self.model.show_info
         self._dirty = True
 
     def show_progress(self, message: str, fraction: float) -> None:
@@ -93,8 +104,9 @@ class StatusBar(Static):
                 pass  # the app is shutting down
 
     def _tick(self) -> None:
-        if self._dirty:
+        if self._dirty or self._info_shown != self.model.show_info:  # (toggled elsewhere: F9, i)
             self._dirty = False
+            self._info_shown = self.model.show_info
             self.update(self.render_status())
 
     @staticmethod
@@ -110,11 +122,17 @@ class StatusBar(Static):
             t.append("loading… " if m.state == "loading" else "error: ", "bold")
             t.append(m.message or "starting the engine")
             return t
+        if m.show_info and m.suggestions is not None:
+            t.append("last suggestion: ", "bold")
+            t.append(info_line(m.suggestions.last_shown()))
+            return t
         current = m.live or m.last
         acc_last = percent(self.figure("acceptance", current))
         acc_session = percent(self.figure("acceptance", m.session))
         tpp = self.figure("tokens_per_pass", current)
         tps = self.figure("tokens_per_second", current)
+        if current is m.live and current is not None and current.generation_time_s < MIN_RATE_S:
+            tps = None
         if m.draft in ("server", "unknown"):  # a remote backend (engine/remote/engine.py) drafts on its own
             draft = f"draft: {m.draft}"
         elif m.draft == "none":

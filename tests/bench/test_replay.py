@@ -1,0 +1,77 @@
+"""`specterm bench --replay FILE` through the installed script: the real app types a small file
+with the demo model. The figures depend on the machine; the report's shape (every key, numbers,
+never null), the typed buffer equalling the file and no vanished suggestion are asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SMALL = "def add_one(x):\n    return x + 1\n\n\ndef add_two(x):\n    return x + 2\n"
+LATENCIES = ("first_ghost_ms", "complete_ms", "after_accept_ms")
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def test_replay_of_a_small_file_reports_every_key_with_numbers(bench, tmp_path: Path):
+    path = tmp_path / "small.py"
+    path.write_text(SMALL)
+    r = bench("--replay", str(path), "--cps", "30", "--json", "--max-tokens", "16", timeout=600)
+    data = r.json()
+    for key in LATENCIES:
+        assert set(data[key]) == {"p50", "p95"} and all(_number(v) for v in data[key].values())
+        count = data[key.replace("_ms", "_count")]
+        assert isinstance(count, int) and count >= 0
+        if count == 0:  # no sample: 0, and the count says so
+            assert data[key] == {"p50": 0, "p95": 0}
+        assert data[key]["p50"] <= data[key]["p95"]
+    for key in ("accepted_chars_share", "in_app_vs_headless", "served_share", "wasted_tokens",
+                "in_app_tokens_per_s", "headless_tokens_per_s"):
+        assert _number(data[key]) and data[key] >= 0, key
+    assert 0 <= data["accepted_chars_share"] <= 1
+    assert data["text_matches"] is True  # typed and accepted text is exactly the file
+    assert data["typed_chars"] + data["accepted_chars"] >= len(SMALL) - 8  # (auto-indent aside)
+    assert data["vanished"] == 0, data["vanished_examples"]
+    assert data["regions"] == 1 and data["file_chars"] == len(SMALL)  # a small file: all of it
+    assert data["pauses"] >= 1 and data["requests"] >= 1
+    assert "first suggestion after a pause" in r.err  # the table goes to stderr with --json
+
+
+def _clean_error(r, needle: str) -> None:
+    assert r.rc == 2, (r.rc, r.out, r.err)
+    assert "Traceback" not in r.err and r.out == ""
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    assert needle in r.err, r.err
+
+
+def test_replay_bad_input_exits_2_with_one_line(bench, tmp_path: Path):
+    _clean_error(bench("--replay", str(tmp_path / "missing.py")), "no such file")
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    _clean_error(bench("--replay", str(tmp_path / "blob.bin")), "not UTF-8 text")
+    (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
+    _clean_error(bench("--replay", str(tmp_path / "nul.py")), "not a text file")
+    (tmp_path / "empty.py").write_text("\n\n")
+    _clean_error(bench("--replay", str(tmp_path / "empty.py")), "nothing to type")
+    (tmp_path / "ok.py").write_text(SMALL)
+    _clean_error(bench("--replay", str(tmp_path / "ok.py"), "--cps", "0"), "must be above 0")
+    _clean_error(bench("--replay", str(tmp_path / "ok.py"), "--cps", "fast"), "characters a second")
+    _clean_error(bench("--cps", "5"), "go with --replay")
+    _clean_error(bench("--replay", str(tmp_path / "ok.py"), str(tmp_path)), "runs alone")
+
+
+def test_regions_are_whole_lines_spread_over_the_file_within_the_budget():
+    from specterm.tui.replay import BUDGET_S, DEFAULT_CPS, TYPING_SHARE, ReplayOptions, pick_regions
+
+    text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(600))[:25_000]
+    regions = pick_regions(text, ReplayOptions())
+    assert len(regions) > 1
+    assert sum(r.end - r.start for r in regions) <= DEFAULT_CPS * BUDGET_S * TYPING_SHARE
+    for a, b in zip(regions, regions[1:]):
+        assert a.end <= b.start  # in order, never overlapping
+    assert regions[-1].start > len(text) // 2  # spread over the file, not bunched at the top
+    for r in regions:
+        assert r.start == 0 or text[r.start - 1] == "\n"  # whole lines
+        assert r.end == len(text) or text[r.end - 1] == "\n"
+    assert pick_regions(text, ReplayOptions(full=True)) == [type(regions[0])(0, len(text))]
+    assert pick_regions(text, ReplayOptions(seed=1)) != regions  # the seed picks other lines

@@ -1,0 +1,358 @@
+"""`specterm bench --replay FILE`: the real app, headless, types a file as a person would and
+measures what its completions are worth.
+
+The app (Textual's run_test/Pilot, the engine the settings choose) opens a copy of FILE with some
+regions blanked out (`--full`: all of it) and types each region back at a human pace (`--cps`
+characters a second, a pause at every line end). A simulated user presses Tab when the shown
+suggestion is what the file says next, ctrl+right when only its first word is. Time is measured
+from the keystroke. After the typing, the same requests run again with the UI idle, to compare
+in-app tokens/s with the engine's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from textual.message import Message
+
+from specterm.engine import Finished
+
+from .app import SpectermApp
+from .config import Settings
+from .widgets.editor import CodeEditor
+from .widgets.ghost import next_word
+
+DEFAULT_CPS = 8.0
+BUDGET_S = 300.0  # a 25 KB file's default replay finishes within this
+REGION_LINES = 4
+TYPING_SHARE = 0.5  # of the budget: typing; the rest is pauses and waiting for suggestions
+HEADLESS_REQUESTS = 40  # requests re-run headless for the tokens/s comparison
+MIN_TOKENS = 4  # shorter requests say little about a rate
+
+
+class ReplayError(Exception):
+    """The replay could not run (the model did not load): one line for the user."""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    cps: float = DEFAULT_CPS
+    full: bool = False
+    line_pause_s: float = 1.0  # the least pause at a line end
+    wait_s: float = 3.0  # the longest a pause waits for a suggestion to finish
+    budget_s: float = BUDGET_S
+    seed: int = 0
+    size: tuple[int, int] = (120, 40)
+
+
+@dataclass(frozen=True)
+class Region:
+    start: int  # character offsets into the file
+    end: int
+
+
+def pick_regions(text: str, opts: ReplayOptions) -> list[Region]:
+    """Whole-line regions spread over the file, as many as the typing budget allows (the whole
+    file when it fits or with --full)."""
+    budget = opts.cps * opts.budget_s * TYPING_SHARE
+    if opts.full or len(text) <= budget:
+        return [Region(0, len(text))]
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+    lines = len(starts)
+    per_region = len(text) / lines * REGION_LINES
+    count = max(1, min(lines // REGION_LINES, int(budget // max(per_region, 1))))
+    rng = random.Random(opts.seed)
+    regions: list[Region] = []
+    span = lines / count
+    for k in range(count):
+        first = int(k * span) + rng.randrange(max(1, int(span) - REGION_LINES + 1))
+        last = min(first + REGION_LINES, lines)
+        start = starts[first]
+        end = starts[last] if last < lines else len(text)
+        if text[start:end].strip():
+            regions.append(Region(start, end))
+    while len(regions) > 1 and sum(r.end - r.start for r in regions) > budget:
+        regions.remove(max(regions, key=lambda r: r.end - r.start))  # the budget holds
+    return regions or [Region(0, len(text))]
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50 and p95 in ms (0 with no values: the count beside it says so)."""
+    if not values:
+        return {"p50": 0.0, "p95": 0.0}
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] * 1000, 1)
+
+    return {"p50": at(0.5), "p95": at(0.95)}
+
+
+@dataclass
+class _Tally:
+    first_ghost: list[float] = field(default_factory=list)
+    complete: list[float] = field(default_factory=list)
+    after_accept: list[float] = field(default_factory=list)
+    pauses: int = 0
+    pauses_with_ghost: int = 0
+    served: int = 0  # pauses whose suggestion came from the cache or a prefetch
+    accepts_without_next: int = 0
+    typed: int = 0
+    accepted_chars: int = 0
+    accepted: int = 0  # full accepts (Tab)
+    word_accepts: int = 0
+    vanished: int = 0
+    vanished_examples: list[str] = field(default_factory=list)
+
+
+class _Watch:
+    """Follows GhostChanged messages (the message hook): when the first text appeared after a
+    keystroke, and whether a shown suggestion changed without one (a vanish)."""
+
+    def __init__(self, tally: _Tally) -> None:
+        self.tally = tally
+        self.keys: deque[float] = deque([0.0], maxlen=256)  # when each key was pressed
+        self.shown = ""
+        self.shown_at = 0.0
+        self.first_text_at: float | None = None
+        self.seen: deque[Message] = deque(maxlen=64)
+
+    def key(self) -> float:
+        self.keys.append(time.monotonic())
+        self.first_text_at = None
+        return self.keys[-1]
+
+    def __call__(self, message: Message) -> None:
+        """Called at every widget a message reaches (it bubbles): only its first arrival counts."""
+        if not isinstance(message, CodeEditor.GhostChanged) or any(m is message for m in self.seen):
+            return
+        self.seen.append(message)
+        text, at = message.text, message.at  # drawn at `at`, handled now
+        edited = any(self.shown_at < k <= at for k in self.keys)
+        if self.shown and not edited and not text.startswith(self.shown):
+            self.tally.vanished += 1
+            if len(self.tally.vanished_examples) < 5:
+                self.tally.vanished_examples.append(f"{self.shown!r} -> {text!r}")
+        if text and self.first_text_at is None and at >= self.keys[-1]:
+            self.first_text_at = at
+        self.shown, self.shown_at = text, at
+
+
+def _key_for(ch: str) -> str:
+    return {"\n": "enter", "\t": "tab", " ": "space"}.get(ch, ch)
+
+
+class Replay:
+    def __init__(self, settings: Settings, path: Path, text: str, opts: ReplayOptions,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.settings = settings
+        self.path = path
+        self.text = text
+        self.opts = opts
+        self.progress = progress or (lambda message: None)
+        self.tally = _Tally()
+        self.watch = _Watch(self.tally)
+
+    async def run(self) -> dict:
+        regions = pick_regions(self.text, self.opts)
+        blanked = "".join(self.text[(regions[i - 1].end if i else 0):r.start]
+                          for i, r in enumerate(regions)) + self.text[regions[-1].end:]
+        folder = Path(tempfile.mkdtemp(prefix="specterm-replay-"))
+        try:
+            copy = folder / self.path.name
+            copy.write_text(blanked, encoding="utf-8")
+            app = SpectermApp(self.settings, copy, watch=False)
+            started = time.monotonic()
+            async with app.run_test(size=self.opts.size, message_hook=self.watch) as pilot:
+                await self._wait_ready(app, pilot)
+                editor = app.active_editor
+                assert editor is not None
+                for n, region in enumerate(regions):
+                    self.progress(f"region {n + 1}/{len(regions)}")
+                    await self._type_region(pilot, editor, region)
+                typed_s = time.monotonic() - started
+                await self._press(pilot, "escape")  # no suggestion or prefetch left running
+                await pilot.pause(0.2)
+                self.progress("re-running the requests with the UI idle")
+                return await self._report(app, regions, typed_s, editor.text == self.text)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def _wait_ready(self, app: SpectermApp, pilot) -> None:
+        deadline = time.monotonic() + 300
+        while not app.engine_ready.is_set():
+            if app.status_model.state == "error":
+                raise ReplayError(f"the model could not be loaded: {app.status_model.message}")
+            if time.monotonic() > deadline:
+                raise ReplayError("the model did not load within 300 s")
+            await pilot.pause(0.05)
+
+    def _location(self, offset: int) -> tuple[int, int]:
+        before = self.text[:offset]
+        return before.count("\n"), len(before) - (before.rfind("\n") + 1)
+
+    async def _press(self, pilot, key: str) -> float:
+        at = self.watch.key()
+        await pilot.press(key)
+        return at
+
+    async def _type_region(self, pilot, editor: CodeEditor, region: Region) -> None:
+        gap = 1.0 / self.opts.cps
+        at = self.watch.key()
+        editor.move_cursor(self._location(region.start))
+        await self._pause(pilot, editor, at)
+        i = region.start
+        while i < region.end:
+            want = self.text[i:region.end]
+            ghost = editor.ghost_text
+            if ghost and want.startswith(ghost):
+                i += await self._accept(pilot, editor, "tab", ghost)
+                continue
+            word = next_word(ghost) if ghost else ""
+            if word.strip() and want.startswith(word):
+                i += await self._accept(pilot, editor, "ctrl+right", word)
+                continue
+            ch = want[0]
+            if ch == "\t" and editor.ghost_text:
+                await self._press(pilot, "escape")  # Tab would accept the suggestion
+            at = await self._press(pilot, _key_for(ch))
+            self.tally.typed += 1
+            i += 1
+            if ch == "\n":
+                i += await self._fix_indent(pilot, editor, i, region.end)
+            line_end = i >= region.end or self.text[i - 1] == "\n"
+            if line_end:
+                await self._pause(pilot, editor, at)
+            else:
+                await pilot.pause(max(0.0, gap - (time.monotonic() - at)))
+
+    async def _fix_indent(self, pilot, editor: CodeEditor, i: int, end: int) -> int:
+        """Enter kept the line's indentation: keep what the file has, delete the rest. Returns how
+        many file characters the editor already wrote."""
+        row, col = editor.cursor_location
+        auto = editor.document[row][:col]
+        line = self.text[i:end].split("\n", 1)[0]
+        want = line[: len(line) - len(line.lstrip(" \t"))]
+        while auto and not want.startswith(auto):
+            await self._press(pilot, "backspace")
+            auto = auto[:-1]
+        return len(auto)
+
+    async def _accept(self, pilot, editor: CodeEditor, key: str, piece: str) -> int:
+        at = await self._press(pilot, key)
+        self.tally.accepted_chars += len(piece)
+        if key == "tab":
+            self.tally.accepted += 1
+            await self._settle(pilot, editor, least_s=0.0)
+            if self.watch.first_text_at is not None:
+                self.tally.after_accept.append(self.watch.first_text_at - at)
+            else:
+                self.tally.accepts_without_next += 1
+        else:
+            self.tally.word_accepts += 1
+        return len(piece)
+
+    async def _pause(self, pilot, editor: CodeEditor, at: float) -> None:
+        """A pause at a line end: wait for a suggestion (or for none to come), and time it."""
+        self.tally.pauses += 1
+        had = bool(editor.ghost_text)
+        complete_at = await self._settle(pilot, editor,
+                                         least_s=self.opts.line_pause_s - (time.monotonic() - at))
+        if had or not editor.ghost_text:
+            return
+        self.tally.pauses_with_ghost += 1
+        if editor.ghost_source in ("cache", "prefetch"):
+            self.tally.served += 1
+        if self.watch.first_text_at is not None:
+            self.tally.first_ghost.append(self.watch.first_text_at - at)
+        if complete_at is not None:
+            self.tally.complete.append(complete_at - at)
+
+    async def _settle(self, pilot, editor: CodeEditor, *, least_s: float) -> float | None:
+        """Let the app run at least `least_s`, then until nothing is pending (at most `wait_s`);
+        returns when the shown suggestion was first complete (None: none was)."""
+        start = time.monotonic()
+        complete = None
+        while True:
+            now = time.monotonic()
+            pending = editor.completion_pending
+            if complete is None and editor.ghost_text and not pending:
+                complete = now
+            if now - start >= self.opts.wait_s or (now - start >= least_s and not pending):
+                return complete
+            await pilot.pause(0.01)
+
+    async def _report(self, app: SpectermApp, regions: list[Region], typed_s: float, same: bool) -> dict:
+        t = self.tally
+        records = list(app.completer.log.records)
+        wasted = sum(r.stats.tokens for r in records if not r.shown and r.stats is not None)
+        timed = [r for r in records if r.shown and r.stats is not None
+                 and r.stats.tokens >= MIN_TOKENS][:HEADLESS_REQUESTS]
+        in_tokens, in_time, head_tokens, head_time, compared = 0, 0.0, 0, 0.0, 0
+        engine = app.engine
+        assert engine is not None
+        for r in timed:  # the same requests and token counts, one after another, the UI idle
+            request = replace(r.request, max_tokens=r.stats.tokens, time_budget_s=None, started_at=None)
+            finished = [e async for e in engine.stream(request) if isinstance(e, Finished)][-1]
+            if finished.reason not in ("eos", "length", "stop") or not finished.stats.tokens:
+                continue
+            compared += 1
+            in_tokens += r.stats.tokens
+            in_time += r.stats.generation_time_s
+            head_tokens += finished.stats.tokens
+            head_time += finished.stats.generation_time_s
+        in_tps = in_tokens / in_time if in_time > 0 else 0.0
+        head_tps = head_tokens / head_time if head_time > 0 else 0.0
+        written = t.typed + t.accepted_chars
+        return {
+            "file": str(self.path),
+            "file_chars": len(self.text),
+            "regions": len(regions),
+            "region_chars": sum(r.end - r.start for r in regions),
+            "cps": self.opts.cps,
+            "full": self.opts.full,
+            "duration_s": round(typed_s, 1),
+            "text_matches": same,
+            "first_ghost_ms": percentiles(t.first_ghost),
+            "first_ghost_count": len(t.first_ghost),
+            "complete_ms": percentiles(t.complete),
+            "complete_count": len(t.complete),
+            "after_accept_ms": percentiles(t.after_accept),
+            "after_accept_count": len(t.after_accept),
+            "accepts_without_next": t.accepts_without_next,
+            "pauses": t.pauses,
+            "pauses_with_ghost": t.pauses_with_ghost,
+            "served_share": round(t.served / t.pauses_with_ghost, 3) if t.pauses_with_ghost else 0.0,
+            "typed_chars": t.typed,
+            "accepted_chars": t.accepted_chars,
+            "accepted_chars_share": round(t.accepted_chars / written, 3) if written else 0.0,
+            "suggestions_shown": sum(r.shown for r in records),
+            "suggestions_accepted": t.accepted,
+            "word_accepts": t.word_accepts,
+            "requests": sum(not r.prefetch for r in records),
+            "prefetches": sum(r.prefetch for r in records),
+            "wasted_tokens": wasted,
+            "in_app_tokens_per_s": round(in_tps, 1),
+            "headless_tokens_per_s": round(head_tps, 1),
+            "in_app_vs_headless": round(in_tps / head_tps, 3) if head_tps > 0 else 0.0,
+            "compared_requests": compared,
+            "vanished": t.vanished,
+            "vanished_examples": t.vanished_examples,
+        }
+
+
+def run_replay(settings: Settings, path: Path, text: str, opts: ReplayOptions,
+               progress: Callable[[str], None] | None = None) -> dict:
+    return asyncio.run(Replay(settings, path, text, opts, progress).run())

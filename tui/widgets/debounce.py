@@ -1,0 +1,47 @@
+"""The typing pause before an automatic completion, adapted to the user and the model.
+
+A fixed pause is wrong for everyone: a fast typist's gaps between keys are shorter than 250 ms, so
+requests start mid-word and are thrown away, and a slow typist waits for nothing. Like Tabby (which
+adapts between 100 and 1000 ms), the pause here follows the user's own gaps between keys (moving
+average of gaps within a burst) and the measured time a request takes to show its first text: a
+request that would be thrown away costs more when responses are slow, so the pause grows with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_S = 0.1
+MAX_S = 1.0
+BURST_GAP_S = 1.0  # a longer gap ends a burst: it is a pause, not a typing speed
+WEIGHT = 0.2  # of a new observation in the moving averages
+
+
+@dataclass
+class AdaptiveDebounce:
+    """`delay_s` is the pause to wait now; `keystroke(t)` and `response(s)` teach it."""
+
+    start_s: float = 0.25  # before anything is measured ([completion] debounce_ms)
+    gap_s: float | None = None  # moving average of the gaps between keys within a burst
+    response_s: float | None = None  # moving average of keystroke-to-first-text times
+    _last_key: float | None = None
+
+    @property
+    def delay_s(self) -> float:
+        if self.gap_s is None:
+            return self.start_s
+        wait = 1.25 * self.gap_s + 0.1 * (self.response_s or 0.0)
+        return min(max(wait, min(MIN_S, self.start_s)), MAX_S)
+
+    def keystroke(self, now: float) -> None:
+        last, self._last_key = self._last_key, now
+        if last is None or not 0 < now - last < BURST_GAP_S:
+            return
+        gap = now - last
+        self.gap_s = gap if self.gap_s is None else (1 - WEIGHT) * self.gap_s + WEIGHT * gap
+
+    def response(self, seconds: float) -> None:
+        if seconds < 0:
+            return
+        r = self.response_s
+        self.response_s = seconds if r is None else (1 - WEIGHT) * r + WEIGHT * seconds
