@@ -33,8 +33,9 @@ async def test_leaving_editing_and_copying_feed_the_ring_and_requests_carry_it(p
         # An edit far from where the last chunk was taken adds one there.
         things = app.active_editor
         things.move_cursor((200, 0))
-        await pilot.press("x")
-        assert any(c.path.endswith("things.py") and c.start > 100 for c in tabs.ring.chunks)
+        await pilot.press("x")  # the ring is fed from the editor's Changed message
+        await wait_for(pilot, lambda: any(c.path.endswith("things.py") and c.start > 100
+                                          for c in tabs.ring.chunks))
 
         # A copied selection goes in as it is.
         things.selection = Selection((196, 0), (206, 0))
