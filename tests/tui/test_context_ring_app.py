@@ -32,8 +32,11 @@ async def test_leaving_editing_and_copying_feed_the_ring_and_requests_carry_it(p
 
         # An edit far from where the last chunk was taken adds one there.
         things = app.active_editor
+        things.focus()  # the key must reach this editor, wherever opening the tabs left focus
+        await pilot.pause()
         things.move_cursor((200, 0))
         await pilot.press("x")  # the ring is fed from the editor's Changed message
+        assert things.document[200].startswith("x")
         await wait_for(pilot, lambda: any(c.path.endswith("things.py") and c.start > 100
                                           for c in tabs.ring.chunks))
 
