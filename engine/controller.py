@@ -308,6 +308,18 @@ class DraftController:
         t1 = self.costs.verify.get(1) or 0.0
         return _PROBE_BUDGET * t1 * max(self._passes, self._expected)
 
+    def _paying_length(self, fit: tuple[float, float], up_to: int, *, lag: int = 0,
+                       a: float | None = None) -> int:
+        """The draft length up to `up_to` with the best expected rate, if it beats plain decoding
+        by the margin; else 0."""
+        base = self.rate(0, fit)
+        best_g, best_r = 0, base
+        for g in range(1, up_to + 1):
+            r = self.rate(g, fit, lag=lag, a=a)
+            if r is not None and r > best_r:
+                best_g, best_r = g, r
+        return best_g if best_g and best_r >= base * _MARGIN else 0
+
     def fit_draft(self, proposed: int, match: int) -> int:
         """How many of a free draft's `proposed` tokens to send to the target, given that the
         drafter followed a `match`-token n-gram: the length that pays at that match length's
@@ -322,14 +334,9 @@ class DraftController:
         if fit is None or t1 is None:
             return proposed  # still learning t_v: next_length asked for a short probe already
         a = self.acceptance_for(match) if match > 0 else self.acceptance
-        base = self.rate(0, fit)
-        best_g, best_r = 0, base
-        for g in range(1, proposed + 1):
-            r = self.rate(g, fit, a=a)
-            if r is not None and r > best_r:
-                best_g, best_r = g, r
+        best_g = self._paying_length(fit, proposed, a=a)
         self.probing = False
-        if best_g and best_r >= base * _MARGIN:
+        if best_g:
             self.length, self.off = best_g, False
             return best_g
         self.length, self.off = 0, True
@@ -367,13 +374,8 @@ class DraftController:
             self.off = True
         if known and not self.draft_is_free and (self._fresh or not self.off):
             self._fresh = False
-            base = self.rate(0, fit)
-            best_g, best_r = 0, base
-            for g in range(1, dmax + 1):
-                r = self.rate(g, fit, lag=lag)
-                if r is not None and r > best_r:
-                    best_g, best_r = g, r
-            if best_g and best_r >= base * _MARGIN:
+            best_g = self._paying_length(fit, dmax, lag=lag)
+            if best_g:
                 self._since_probe = 0
                 self.length, self.off = best_g, False
                 return best_g
