@@ -10,7 +10,8 @@ compares its tokens/s with specterm's directly.)
 
 Both get the prompt as the exact token ids specterm decoded, the same number of tokens to generate
 (what specterm's plain run emitted), greedy decoding, the same context and thread count, and a
-warm-up request first; then plain and speculative requests alternate. Tokens/s is the server's own
+warm-up request first (for ngram-mod, whose pool outlives requests, a fresh server per measured run
+that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the server's own
 `predicted_per_second` (generation only, like specterm's).
 """
 
@@ -35,8 +36,9 @@ from .theory import geometric_mean
 ProgressFn = Callable[[str, int, int], None]
 SERVER = "llama-server"
 NGRAM_TYPE = "ngram-simple"  # llama.cpp's per-request lookup (ngram-mod also remembers earlier answers)
-# The session drafter's counterpart: one hash table shared by every request. It cannot be cleared
-# between runs, so it also remembers the task's warm-up and earlier runs (specterm's does not).
+# The session drafter's counterpart: one hash table shared by every request. The server cannot clear
+# it, so each measured run gets a fresh server that has seen only the task's context and prompt (a
+# warm-up or earlier run of the same task would hand it the answer; specterm's runs never see one).
 SESSION_NGRAM_TYPE = "ngram-mod"
 
 
@@ -158,26 +160,46 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
     if settings.draft.kind == "none":
         return {"skipped": "no drafter configured (--draft none): nothing to compare", "program": SERVER}
     common, spec, what = server_args(settings, target_path)
-    servers: list[Server] = []
+    remembers = SESSION_NGRAM_TYPE in spec  # its pool outlives requests: one fresh server per run
+    plain_server: Server | None = None
+    spec_server: Server | None = None
+
+    def fresh_spec(context: list, prompt: list[int]) -> Server:
+        """A speculative server whose pool holds the task's context and prompt, nothing else."""
+        nonlocal spec_server
+        if spec_server is not None:
+            spec_server.close()
+        spec_server = Server(folder / SERVER, [*common, *spec])
+        for earlier in context:
+            spec_server.complete(earlier, 1)
+        spec_server.complete(prompt, 1)  # warm-up: prompt in the cache, pages touched
+        return spec_server
+
     try:
         plain_server = Server(folder / SERVER, common)
-        servers.append(plain_server)
-        spec_server = Server(folder / SERVER, [*common, *spec])
-        servers.append(spec_server)
+        if not remembers:
+            spec_server = Server(folder / SERVER, [*common, *spec])
         rows = []
         total = len(tasks) * (1 + repeat)
         done = 0
         for i, (name, kind, prompt, n_predict, *rest) in enumerate(tasks):
-            for earlier in (rest[0] if rest else []):
-                for srv in servers:
-                    srv.complete(earlier, 1)
+            context = rest[0] if rest else []
+            for earlier in context:
+                plain_server.complete(earlier, 1)
             plain_server.complete(prompt, n_predict)  # warm-up: prompt in the cache, pages touched
-            spec_server.complete(prompt, n_predict)
+            if remembers:
+                fresh_spec(context, prompt)
+            else:
+                for earlier in context:
+                    spec_server.complete(earlier, 1)
+                spec_server.complete(prompt, n_predict)
             done += 1
             show(f"{name}: warm-up", done, total)
             plain_runs: list[Timing] = []
             spec_runs: list[Timing] = []
             for r in range(repeat):
+                if remembers and r > 0:
+                    fresh_spec(context, prompt)
                 order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
                 for srv in order:
                     (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
@@ -198,8 +220,9 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
     except (RuntimeError, OSError, urllib.error.URLError, ValueError) as err:
         return {"skipped": f"llama-server failed: {err}", "program": what}
     finally:
-        for srv in servers:
-            srv.close()
+        for srv in (plain_server, spec_server):
+            if srv is not None:
+                srv.close()
     return {"program": what, "binaries": str(folder), "repeat": repeat, "tasks": rows,
             "speedup": _r(geometric_mean(r["speedup"] for r in rows)),
             "specterm_speedup": _r(geometric_mean(r["specterm_speedup"] for r in rows)),

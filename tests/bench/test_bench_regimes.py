@@ -64,12 +64,12 @@ def test_compare_llama_cpp_is_skipped_with_a_note_without_binaries(bench):
 
 
 @pytest.mark.skipif(binaries_dir() is None, reason="llama.cpp binaries not built (bench/build_llama_cpp.sh)")
-@pytest.mark.parametrize("draft", ["lookup", "self"])
+@pytest.mark.parametrize("draft", ["lookup", "session", "self"])
 def test_compare_llama_cpp_runs_llama_server_side_by_side(bench, tmp_path: Path, demo_path, draft):
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECTERM")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), SPECTERM_LLAMA_CPP_BIN=str(binaries_dir()))
-    flag = "lookup" if draft == "lookup" else demo_path
+    flag = demo_path if draft == "self" else draft
     proc = subprocess.run([str(SPECTERM), "bench", "--json", "--compare-llama-cpp", "--draft", flag,
                            "--tasks", "2", "--no-costs", *TINY], capture_output=True, text=True, cwd=tmp_path,
                           env=env, timeout=600, stdin=subprocess.DEVNULL)
@@ -77,7 +77,8 @@ def test_compare_llama_cpp_runs_llama_server_side_by_side(bench, tmp_path: Path,
     data = json.loads(proc.stdout)
     cmp = data["llama_cpp"]
     assert "skipped" not in cmp, cmp
-    assert ("--spec-type ngram-simple" if draft == "lookup" else "-md") in cmp["program"]
+    assert {"lookup": "--spec-type ngram-simple", "session": "--spec-type ngram-mod",
+            "self": "-md"}[draft] in cmp["program"]
     assert [r["name"] for r in cmp["tasks"]] == [t["name"] for t in data["tasks"]]
     for row, mine in zip(cmp["tasks"], data["tasks"]):
         assert row["tokens"] == mine["plain"]["tokens"]  # llama.cpp generates as many tokens
