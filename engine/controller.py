@@ -49,6 +49,7 @@ _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the l
 _HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
 _PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
 PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text first
+_SETTLED = 3  # cost samples (drafts; verifies of more than one token) before "drafting cannot pay"
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
 
 
@@ -65,6 +66,7 @@ class CostModel:
     # until that is measured (a draft model is no larger than its target).
     prompt_token: float | None = None
     verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
+    draft_samples: int = 0
     _recent: dict[int, deque] = field(default_factory=dict, repr=False)
 
     def observe_verify(self, n: int, seconds: float) -> None:
@@ -77,6 +79,13 @@ class CostModel:
     def observe_draft(self, tokens: int, seconds: float) -> None:
         if tokens > 0:
             self.draft_token = _average(self.draft_token, seconds / tokens)
+            self.draft_samples += 1
+
+    def settled(self, draft_is_free: bool) -> bool:
+        """Enough samples that one slow first pass (a buffer allocated, pages touched) cannot
+        pass for what drafting costs."""
+        batched = sum(len(q) for n, q in self._recent.items() if n > 1)
+        return batched >= _SETTLED and (draft_is_free or self.draft_samples >= _SETTLED)
 
     def observe_catchup(self, tokens: int, seconds: float) -> None:
         if tokens > 0:
@@ -276,9 +285,10 @@ class DraftController:
     def can_pay(self, fit: tuple[float, float] | None) -> bool:
         """False when measured costs show that no draft length could beat plain decoding even if
         every draft token were accepted (a small model on a CPU with a draft model that is not
-        much cheaper): then nothing is ever forced. Unknown costs are no proof: True."""
+        much cheaper): then nothing is ever forced. Unknown or barely sampled costs are no proof:
+        True."""
         t1 = self.costs.verify.get(1)
-        if fit is None or t1 is None or (not self.draft_is_free and self.costs.draft_token is None):
+        if fit is None or t1 is None or not self.costs.settled(self.draft_is_free):
             return True
         base = 1.0 / t1
         return any((self.rate(g, fit, a=1.0) or 0.0) > base for g in range(1, self.spec.draft_max + 1))

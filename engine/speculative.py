@@ -399,6 +399,7 @@ class SpeculativeDecoder:
             stats.draft_time_s += draft.time_s
             stats.draft_catchup_time_s += draft.catchup_s
             stats.draft_catchup_tokens += draft.catchup_tokens
+            stats.draft_adopted_tokens += draft.adopted_tokens
             stats.draft_length = k
             stats.drafting = not controller.off
 

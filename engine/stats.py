@@ -29,6 +29,8 @@ class Stats:
     # drafting was off) before it could draft; and how many tokens that was.
     draft_catchup_time_s: float = 0.0
     draft_catchup_tokens: int = 0
+    # Positions a derived draft copied from the target's KV cache instead of reading them.
+    draft_adopted_tokens: int = 0
     verify_time_s: float = 0.0  # time in target passes during generation
     generation_time_s: float = 0.0  # wall time from first generated token pass to the end
     draft_max: int = 0  # the largest draft length allowed

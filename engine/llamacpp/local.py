@@ -30,6 +30,7 @@ from ..errors import EngineError, ModelLoadError
 from ..completion import InlineStops, finish_completion
 from .fim_prompt import build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
+from .derive import is_derived_pair
 from .pairing import check_pair
 from ..requests import (
     ChatRequest,
@@ -78,7 +79,9 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
             check_pair(target, vocab)
         finally:
             vocab.close()
-        model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min)
+        # A derived copy of the target (same tensors, other types) reads the target's KV cache.
+        source = target if is_derived_pair(target.path, draft.model.path) else None
+        model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min, source=source)
         return HybridDrafter(SessionDrafter(draft.session_mb), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")

@@ -127,6 +127,7 @@ class Model:
         self._ctx = None
         self._batch = None
         self._closed = True
+        self._state_buf = None  # reused by adopt_cache (allocating it each time costs more than the copy)
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -485,6 +486,45 @@ class Model:
 
     def clear(self) -> None:
         lc.llama_memory_clear(self._mem, True)
+
+    def cache_length(self) -> int:
+        """Positions held in the KV cache (sequence 0)."""
+        return int(lc.llama_memory_seq_pos_max(self._mem, 0)) + 1
+
+    def reserve_adoption(self, source: "Model") -> int:
+        """Size the buffer `adopt_cache` copies through for `source`'s cache as it is now (twice
+        over, pages touched): the first touch costs ~2 ms per MB, which must land outside a timed
+        draft. Returns the bytes the copy needs now."""
+        size = lc.llama_state_seq_get_size(source._ctx, 0)
+        if size > 0 and (self._state_buf is None or len(self._state_buf) < size):
+            self._state_buf = np.ones(2 * size, np.uint8)  # ctypes arrays zero-fill slower still
+        return size
+
+    def adopt_cache(self, source: "Model", n_tokens: int) -> bool:
+        """Make this context's KV cache a copy of `source`'s first `n_tokens` positions.
+
+        For a draft that is a requantized copy of its target (same tensors and shapes): the target
+        has already read the prompt, and copying its keys and values costs a few milliseconds where
+        reading 512 tokens again costs the draft half a second on a CPU. llama.cpp refuses a cache
+        of another shape (layers, heads, KV type) or one larger than this context: then False, the
+        cache is empty, and the caller reads the text itself."""
+        if source.cache_length() < n_tokens:
+            return False  # the source has not read that far
+        size = self.reserve_adoption(source)
+        if size <= 0:
+            return False
+        buf = self._state_buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+        got = lc.llama_state_seq_get_data(source._ctx, buf, size, 0)
+        self.clear()
+        _recent_errors()  # a refused copy logs why; it is not an error worth keeping
+        if not got or not lc.llama_state_seq_set_data(self._ctx, buf, got, 0):
+            self.clear()
+            _recent_errors()
+            return False
+        if not self.trim(n_tokens):
+            self.clear()
+            return False
+        return True
 
 
 # File types llama.cpp's quantizer writes without an importance matrix (lowercase, as GGUF names

@@ -11,9 +11,11 @@ PROMPT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b
 
 
 def draft_decodes(stats) -> int:
-    """Tokens the draft model decoded: its catch-ups, plus every draft token but the last of each
-    draft (the last needs no logits). p_min = 0 never stops a draft short."""
-    return stats.draft_catchup_tokens + stats.num_draft_tokens - stats.num_drafts
+    """Positions the draft model filled: its catch-ups and the positions it copied from the
+    target (a derived draft), plus every draft token but the last of each draft (the last needs
+    no logits). p_min = 0 never stops a draft short."""
+    return (stats.draft_catchup_tokens + stats.draft_adopted_tokens + stats.num_draft_tokens
+            - stats.num_drafts)
 
 
 def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factory):
@@ -26,11 +28,19 @@ def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factor
     assert n_prompt + stats.tokens - 1 <= draft_decodes(stats) <= n_prompt + stats.tokens + rejected
 
 
+def reading_for_itself(eng) -> None:
+    """Make the draft read text itself, as a draft of another model (not a derived copy of the
+    target, so it cannot use the target's cache) does."""
+    eng.decoder.drafter.source = None
+
+
 def test_prefix_reuse_decodes_only_the_new_suffix(models, engine_factory):
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
+    reading_for_itself(eng)
     first = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=8)).stats
     assert first.prompt_tokens_decoded == first.prompt_tokens
     assert first.draft_catchup_tokens >= first.prompt_tokens  # the draft read the prompt once
+    assert first.draft_adopted_tokens == 0
     extended = PROMPT + "    return a * b\n\n\ndef div(a, b):\n"
     second = eng.run(GenerateRequest(prompt=extended, max_tokens=8)).stats
     n_common = len(eng.target.tokenize(PROMPT, add_special=True)) - 2  # the last tokens may merge
@@ -115,6 +125,7 @@ def test_stats_json_has_the_contract_fields(models, engine_factory):
 def test_draft_model_reads_nothing_while_drafting_is_off(models, engine_factory):
     """Catch-up is lazy: a draft model reads the prompt only when a draft is asked for."""
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=0, adaptive=False)
+    reading_for_itself(eng)
     stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4)).stats
     assert stats.drafted == 0 and stats.num_drafts == 0
     assert stats.draft_catchup_tokens == 0 and stats.draft_catchup_time_s == 0.0
@@ -123,6 +134,40 @@ def test_draft_model_reads_nothing_while_drafting_is_off(models, engine_factory)
     assert on.num_drafts > 0
     assert on.draft_catchup_tokens >= on.prompt_tokens
     assert on.draft_catchup_time_s > 0.0
+
+
+def test_a_derived_draft_copies_the_targets_cache_instead_of_reading(models, engine_factory):
+    """The Q4_0 copy of the demo target has the target's tensors and shapes, so its first draft
+    takes the target's keys and values for the prompt (a copy of a few milliseconds) and decodes
+    only the newest token; nothing is read or copied while drafting is off, and speculative
+    output stays the target's own."""
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=0, adaptive=False)
+    off = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4)).stats
+    assert off.draft_adopted_tokens == 0 and off.draft_catchup_tokens == 0
+    plain = eng.run(GenerateRequest(prompt=PROMPT * 3, max_tokens=24)).text
+    on = eng.run(GenerateRequest(prompt=PROMPT * 3, max_tokens=24), fixed_draft=3)
+    s = on.stats
+    assert s.num_drafts > 0 and s.accepted > 0
+    assert s.draft_adopted_tokens >= s.prompt_tokens - 1  # the prompt came from the target
+    assert s.draft_catchup_tokens < s.num_drafts * 3  # it decoded only what each pass emitted
+    assert on.text == plain
+    # the same drafter reading for itself decodes the whole prompt
+    reading_for_itself(eng)
+    eng.decoder.drafter.forget()
+    again = eng.run(GenerateRequest(prompt=PROMPT * 3 + "\n", max_tokens=8), fixed_draft=3).stats
+    assert again.draft_adopted_tokens == 0 and again.draft_catchup_tokens >= again.prompt_tokens
+
+
+def test_only_a_derived_copy_is_given_the_targets_cache(models, engine_factory):
+    """The catalogue's check decides: same tensor names and shapes in another type. A draft that
+    is the same file type (here the demo with other metadata) reads for itself."""
+    derived = engine_factory(models.demo, "model", models.draft_q4, draft_max=2, adaptive=False)
+    assert derived.decoder.drafter.source is derived.target
+    other = engine_factory(models.demo, "model", models.fim, draft_max=2, adaptive=False)
+    assert other.decoder.drafter.source is None
+    stats = other.run(GenerateRequest(prompt=PROMPT, max_tokens=6), fixed_draft=2).stats
+    assert stats.num_drafts > 0 and stats.draft_adopted_tokens == 0
+    assert stats.draft_catchup_tokens >= stats.prompt_tokens
 
 
 def test_stats_carry_the_telemetry_names_users_know(models, engine_factory):

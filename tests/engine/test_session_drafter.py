@@ -151,7 +151,9 @@ def test_sampled_output_keeps_the_target_distribution(models, hybrid):
     try:
         seconds: dict[int, Counter] = {}
         drafted = 0
-        for seed in range(300):
+        # A derived draft reads its target's cache, so its full-context drafts are cheap and often
+        # chosen over the session's: the hybrid needs more requests to draft enough from memory.
+        for seed in range(500 if hybrid else 300):
             s = SamplingSettings(seed=seed, **SAMPLING)
             result = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=3, sampling=s))
             drafted += result.stats.drafted_by_drafter.get("session", 0)
