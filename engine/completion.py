@@ -22,11 +22,15 @@ Then: the suggestion ends at the end of the cursor's block (a line indented less
 line), and at a line that repeats the line after the cursor; text that merely repeats what follows
 the cursor is dropped; trailing blank lines go; when the cursor sits at the end of a line's
 indentation, the suggestion adds no more blanks there (the user's indentation wins).
+
+The time rule (`Deadline`): a suggestion's budget counts from the keystroke, but one that has read
+its prompt and begun writing gets at least GENERATION_FLOOR_S more.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal
 
@@ -34,6 +38,33 @@ from .requests import CompletionRequest, ContextFile
 
 MARGIN = 8
 MIN_BUDGET = 16
+# A completion whose prompt alone used up its time budget (a cold cache on a loaded machine) still
+# writes for this long: having paid for the prompt, showing nothing is the worst outcome (seen in
+# tmux under load: three requests, no text at all).
+GENERATION_FLOOR_S = 0.5
+
+
+class Deadline:
+    """When a completion must stop writing: `time_budget_s` after its keystroke (`started_at`,
+    monotonic; None: now), and never sooner than GENERATION_FLOOR_S after it began writing."""
+
+    def __init__(self, req: CompletionRequest) -> None:
+        budget = req.time_budget_s
+        self.at = None if not budget else (req.started_at or time.monotonic()) + budget
+        self._writing = False
+
+    def writing(self) -> None:
+        """The prompt is read and the first text is there (called once; later calls are no-ops)."""
+        if self.at is not None and not self._writing:
+            self._writing = True
+            self.at = max(self.at, time.monotonic() + GENERATION_FLOOR_S)
+
+    def left(self) -> float | None:
+        """Seconds left (0 when passed), None without a budget."""
+        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
 
 
 def prompt_budget(n_ctx: int, max_tokens: int) -> int:

@@ -41,7 +41,8 @@ class CompletionRequest:
     `multiline=False` stops at the end of the line; `max_lines` caps a multi-line suggestion;
     `time_budget_s` ends the completion when it would keep an editor waiting too long, counted
     from `started_at` (time.monotonic() of the keystroke that asked; None: when the engine starts
-    it), so time spent waiting for the engine counts too.
+    it), so time spent waiting for the engine counts too; one that has read its prompt and begun
+    writing still gets GENERATION_FLOOR_S (`completion.Deadline`).
     `first_token_rank` k > 0 asks for an alternative: the target's k-th most likely first token
     (0 is the most likely), then its own greedy continuation — distinct first tokens, so distinct
     suggestions. Engines that cannot (`EngineInfo.alternatives` False) answer with an error.

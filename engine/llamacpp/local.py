@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-import time
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
 
@@ -27,7 +26,7 @@ from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..hybrid_drafter import HybridDrafter, session_drafter
 from ..session_drafter import SessionDrafter
 from ..errors import EngineError, ModelLoadError
-from ..completion import InlineStops, finish_completion
+from ..completion import Deadline, InlineStops, finish_completion
 from .fim_prompt import build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
 from .derive import is_derived_pair
@@ -381,15 +380,14 @@ class LocalEngine:
         keep_indent = False
         stop_tokens: frozenset[int] = frozenset()
         check_text = None
-        deadline = None
+        deadline: Deadline | None = None
         first_rank = 0
         if isinstance(request, CompletionRequest):
             fp = build_fim_prompt(target, request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
             first_rank = request.first_token_rank
-            if request.time_budget_s:
-                deadline = (request.started_at or time.monotonic()) + request.time_budget_s
+            deadline = Deadline(request)
         elif isinstance(request, ChatRequest):
             text = target.apply_chat_template([(m.role, m.content) for m in request.messages])
             # Templates that write the BOS text themselves (Llama 3) must not get a second BOS.
@@ -408,8 +406,10 @@ class LocalEngine:
                 why = cancelled()
                 if why:
                     return why
-            if deadline is not None and time.monotonic() > deadline:
-                return "time"
+            if deadline is not None:
+                deadline.writing()  # the first call comes right after the first token
+                if deadline.passed():
+                    return "time"
             return None
 
         job = GenerationJob(

@@ -40,6 +40,7 @@ from typing import Any, AsyncIterator
 import httpx
 
 from ..completion import (
+    Deadline,
     InlineStops,
     estimate_tokens,
     finish_completion,
@@ -402,11 +403,10 @@ class RemoteEngine:
 
     async def _one_attempt(self, request: Request, run: _Run, state: ReplyState) -> AsyncIterator[Event]:
         is_fim = isinstance(request, CompletionRequest)
-        budget = request.time_budget_s if is_fim else None
-        t_start = (request.started_at if is_fim else None) or time.monotonic()
+        deadline = Deadline(request) if is_fim else None
 
         def time_left() -> float | None:
-            return None if budget is None else max(budget - (time.monotonic() - t_start), 0.0)
+            return None if deadline is None else deadline.left()
 
         before = await self._scrape_counters()
         opened = await self._race(self._open_reply(request), run, time_left())
@@ -455,6 +455,8 @@ class RemoteEngine:
                     state.pieces += 1
                     if state.first_token_at is None:
                         state.first_token_at = time.monotonic()
+                        if deadline is not None:
+                            deadline.writing()  # the server has read the prompt
                     yield TextDelta(delta)
                     if stops is not None and stops(state.text):
                         reason = state.reason = "stop"

@@ -136,9 +136,27 @@ async def test_a_completion_time_budget_counts_from_the_keystroke(engine):
 
     code = "def add(a, b):\n" * 3 + "def mul(a, b):\n"
     base = CompletionRequest(prefix=code, suffix="", max_tokens=8, max_lines=50, time_budget_s=30.0)
-    # The keystroke was 60 s ago (the request waited): the budget is spent before the first pass.
+    # The keystroke was 60 s ago (the request waited): the budget is spent before the first pass,
+    # yet having read its prompt the completion still writes (for GENERATION_FLOOR_S at most).
     _, _, late = await collect(engine, CompletionRequest(**{**base.__dict__, "started_at": time.monotonic() - 60}))
-    assert late.reason == "time" and late.stats.tokens <= 1
+    assert late.stats.tokens > 1 and late.text
     # A keystroke just now: the same budget lets it generate.
     _, _, now = await collect(engine, CompletionRequest(**{**base.__dict__, "started_at": time.monotonic()}))
     assert now.stats.tokens > 1
+
+
+def test_the_deadline_counts_from_the_keystroke_with_a_floor_once_writing():
+    import time
+
+    from specterm.engine.completion import GENERATION_FLOOR_S, Deadline
+
+    late = Deadline(CompletionRequest(prefix="x", time_budget_s=1.0, started_at=time.monotonic() - 60))
+    assert late.passed() and late.left() == 0.0
+    late.writing()
+    assert not late.passed() and 0.0 < late.left() <= GENERATION_FLOOR_S
+    fresh = Deadline(CompletionRequest(prefix="x", time_budget_s=30.0, started_at=time.monotonic()))
+    fresh.writing()  # the budget is later than the floor: it stands
+    assert 29.0 < fresh.left() <= 30.0
+    none = Deadline(CompletionRequest(prefix="x"))
+    none.writing()
+    assert none.left() is None and not none.passed()
