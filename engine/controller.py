@@ -140,7 +140,7 @@ class DraftController:
     sweeps, warm-ups) teaches the adaptive controller what drafting and verifying cost."""
 
     def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False,
-                 costs: CostModel | None = None) -> None:
+                 costs: CostModel | None = None, prior: tuple[float, float] = (0.0, 0.0)) -> None:
         self.spec = spec
         self.adaptive = spec.adaptive
         self.costs = costs if costs is not None else CostModel()
@@ -150,8 +150,9 @@ class DraftController:
         # estimate drifts back to the prior (a = 1/2) instead of staying frozen at the figure that
         # turned drafting off: the text may have changed since (a new request, an edit that
         # repeats the file), and the next probe then decides on what it sees.
-        self._succ = 0.0
-        self._fail = 0.0
+        # `prior`: evidence (accepted tokens, rejections) a drafter brings before its first draft
+        # (a derived copy of the target agrees with it on most tokens).
+        self._succ, self._fail = prior
         # The same evidence per match length of a free drafter's n-gram (index 0 unused), decayed
         # when that length is drafted, not every pass: a length that does not pay stays closed.
         self._match_succ = [0.0] * (_MATCH_BUCKETS + 1)
@@ -298,8 +299,12 @@ class DraftController:
         return min(_PROBE_LENGTH if fit is not None else 1, self.spec.draft_max)
 
     def probe_cost(self, lag: int = 0, fit: tuple[float, float] | None = None) -> float | None:
-        """Predicted extra time of a probe over the plain pass it replaces (nothing accepted);
-        `lag`: what the probe's draft model reads first (at most PROBE_WINDOW recent tokens)."""
+        """Predicted extra time of a probe over the plain passes it replaces; `lag`: what the
+        probe's draft model reads first (at most PROBE_WINDOW recent tokens). A free drafter's is
+        priced with nothing accepted (its evidence drifts back to the prior while off); a draft
+        model's with the acceptance it has shown, which is the pair's and does not drift: a probe
+        of a draft that keeps holding costs nothing, so evidence for it gathers within a request,
+        while one that keeps failing is priced at its full cost."""
         c = self.costs
         t1 = c.verify.get(1)
         if t1 is None:
@@ -311,6 +316,8 @@ class DraftController:
         extra = tv - t1 + length * self._t_draft(t1)
         if lag > _STEADY_CATCHUP and not self.draft_is_free:
             extra += c.catchup(lag)
+        if not self.draft_is_free:
+            extra -= (self.expected_tokens(length) - 1.0) * t1
         return max(extra, 0.0)
 
     def _allowance(self) -> float:

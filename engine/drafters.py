@@ -203,6 +203,14 @@ class ModelDrafter:
             return 1  # a copy of the target's cache, then the last token
         return todo
 
+    @property
+    def prior(self) -> tuple[float, float]:
+        """Acceptance evidence (accepted tokens, rejections) to start from: a derived copy agrees
+        with its target on most tokens (measured: the Q4_0 demo copy 97-100 %, Q2_K 90 %), so it
+        starts from 9/11 instead of 1/2 and short drafts go out at once where they can pay; any
+        other draft starts from nothing."""
+        return (8.0, 1.0) if self.source is not None else (0.0, 0.0)
+
     def _can_share(self, history: list[int]) -> bool:
         """The target has read history[:-1] (the loop's invariant at a draft) and the draft's
         context holds it with room for a draft."""

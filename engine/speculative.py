@@ -181,7 +181,7 @@ class SpeculativeDecoder:
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
         self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
-                                          costs=costs)
+                                          costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)))
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request

@@ -289,15 +289,16 @@ def _self_draft_request(c: DraftController, tokens: int, view: str,
 def test_a_self_draft_starts_from_a_cheap_probe_and_its_acceptance_carries():
     """At the prior of one half no draft length pays for this pair, and a probe that first read
     the whole prompt (~10 t1) would never fit a request's probe budget, so the draft model would
-    never start. Probes that read only recent text fit it: the first request learns the pair's
-    acceptance from them (too late in it to pay for the full catch-up), and the next request
-    starts from that acceptance: it drafts for real from its first decision."""
+    never start. Probes that read only recent text fit it, and probes that hold cost nothing: the
+    first request learns the pair's acceptance from them and turns drafting on within itself,
+    and the next request starts from that acceptance: it drafts for real from its first decision."""
     rng = random.Random(7)
     c = DraftController(SpeculativeSettings(draft_max=16))
     c.new_request(128)
     assert c.rate(2, a=0.5) is None  # nothing measured yet
-    view, _ = _self_draft_request(c, 128, "none", rng)
-    assert view == "short" and c.acceptance > 0.8, (view, c.acceptance)  # learned by probes
+    view, first_real = _self_draft_request(c, 128, "none", rng)
+    assert c.acceptance > 0.8, (view, c.acceptance)  # learned by probes
+    assert view == "full" and first_real >= 5, (view, first_real)  # and drafting within the request
     assert c.costs.catchup_token == pytest.approx(0.0003)
     assert c.rate(2, a=0.5) < c.rate(0) * 1.03  # at the prior, drafting would not pay
     c.new_request(128)
@@ -322,3 +323,20 @@ def test_a_free_drafter_is_not_even_asked_where_no_match_length_pays():
             k = c.fit_draft(k, 2)
         c.observe(k, 0, 0.0, compute(k + 1), match=2 if k else 0)
     assert c.off and asked <= 300 * 0.08, asked
+
+
+def test_a_derived_drafts_prior_lets_short_drafts_out_at_once_where_they_pay():
+    """Costs known (memory-bound, t_d = 0.37 t1), nothing drafted yet: at acceptance 1/2 no draft
+    length pays, at a derived copy's prior (9/11) a short one does; where verifying is dear
+    (compute-bound) the prior changes nothing."""
+    def known(prior, verify) -> DraftController:
+        c = DraftController(SpeculativeSettings(draft_max=8), prior=prior)
+        fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+        for k in (0, 1, 2, 3, 4) * 3:
+            fixed.observe(k, 0, 0.37 * 0.015 * k, verify(k + 1))
+        c.new_request(128)
+        return c
+
+    assert known((0.0, 0.0), _f32_verify).next_length() == 0
+    assert known((8.0, 1.0), _f32_verify).next_length() >= 2
+    assert known((8.0, 1.0), _cpu_verify).next_length() == 0
