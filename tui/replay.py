@@ -124,13 +124,15 @@ class _Watch:
     def __init__(self, tally: _Tally) -> None:
         self.tally = tally
         self.keys: deque[float] = deque([0.0], maxlen=256)  # when each key was pressed
+        self.typed = ""  # the latest text keys put before the cursor (typed or accepted)
         self.shown = ""
         self.shown_at = 0.0
         self.first_text_at: float | None = None
         self.seen: deque[Message] = deque(maxlen=64)
 
-    def key(self) -> float:
+    def key(self, typed: str = "") -> float:
         self.keys.append(time.monotonic())
+        self.typed = (self.typed + typed)[-256:]
         self.first_text_at = None
         return self.keys[-1]
 
@@ -141,6 +143,10 @@ class _Watch:
         self.seen.append(message)
         text, at = message.text, message.at  # drawn at `at`, handled now
         edited = any(self.shown_at < k <= at for k in self.keys)
+        # A suggestion drawn while a key was on its way and then shortened by what that key typed
+        # (typing through it) looks the same on screen: not a vanish.
+        head = self.shown[: len(self.shown) - len(text)]
+        edited = edited or bool(head and self.shown.endswith(text) and self.typed.endswith(head))
         if self.shown and not edited and not text.startswith(self.shown):
             self.tally.vanished += 1
             if len(self.tally.vanished_examples) < 5:
@@ -203,8 +209,8 @@ class Replay:
         before = self.text[:offset]
         return before.count("\n"), len(before) - (before.rfind("\n") + 1)
 
-    async def _press(self, pilot, key: str) -> float:
-        at = self.watch.key()
+    async def _press(self, pilot, key: str, typed: str = "") -> float:
+        at = self.watch.key(typed)
         await pilot.press(key)
         return at
 
@@ -227,7 +233,7 @@ class Replay:
             ch = want[0]
             if ch == "\t" and editor.ghost_text:
                 await self._press(pilot, "escape")  # Tab would accept the suggestion
-            at = await self._press(pilot, _key_for(ch))
+            at = await self._press(pilot, _key_for(ch), ch)
             self.tally.typed += 1
             i += 1
             if ch == "\n":
@@ -251,7 +257,7 @@ class Replay:
         return len(auto)
 
     async def _accept(self, pilot, editor: CodeEditor, key: str, piece: str) -> int:
-        at = await self._press(pilot, key)
+        at = await self._press(pilot, key, piece)
         self.tally.accepted_chars += len(piece)
         if key == "tab":
             self.tally.accepted += 1
