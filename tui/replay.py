@@ -242,7 +242,7 @@ class Replay:
             if line_end:
                 await self._pause(pilot, editor, at)
             else:
-                await pilot.pause(max(0.0, gap - (time.monotonic() - at)))
+                await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
 
     async def _fix_indent(self, pilot, editor: CodeEditor, i: int, end: int) -> int:
         """Enter kept the line's indentation: keep what the file has, delete the rest. Returns how
@@ -298,7 +298,10 @@ class Replay:
                 complete = now
             if now - start >= self.opts.wait_s or (now - start >= least_s and not pending):
                 return complete
-            await pilot.pause(0.01)
+            # A plain sleep, not pilot.pause: that makes every widget answer a callback (to wait
+            # for the screen), 100 times a second here, which a real user's app never does and
+            # which took the UI thread (and cores) from the engine while it wrote suggestions.
+            await asyncio.sleep(0.01)
 
     async def _report(self, app: SpectermApp, regions: list[Region], typed_s: float, same: bool) -> dict:
         t = self.tally
