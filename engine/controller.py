@@ -67,7 +67,12 @@ class CostModel:
     prompt_token: float | None = None
     verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
     draft_samples: int = 0
+    # Draft time by tokens drafted (running medians): a draft pays a fixed part (reading what
+    # the last pass emitted, the call) and a part per token, so one-token drafts (probes, a
+    # bench warm-up) alone would make every token look as dear as the fixed part.
+    draft_by_length: dict[int, float] = field(default_factory=dict)
     _recent: dict[int, deque] = field(default_factory=dict, repr=False)
+    _recent_draft: dict[int, deque] = field(default_factory=dict, repr=False)
 
     def observe_verify(self, n: int, seconds: float) -> None:
         """t_v(n) is a running median: one pass slowed down by another process on a shared
@@ -80,12 +85,31 @@ class CostModel:
         if tokens > 0:
             self.draft_token = _average(self.draft_token, seconds / tokens)
             self.draft_samples += 1
+            recent = self._recent_draft.setdefault(tokens, deque(maxlen=_WINDOW))
+            recent.append(seconds)
+            self.draft_by_length[tokens] = statistics.median(recent)
+
+    def draft_cost(self, g: int) -> float | None:
+        """Predicted time of a g-token draft: the line through the measured lengths (two or
+        more; intercept and slope kept >= 0), else g times the mean cost per token."""
+        if g <= 0:
+            return 0.0
+        fit = _least_squares(self.draft_by_length)
+        if fit is not None:
+            a, b = fit
+            if a < 0:  # the fixed part cannot be negative: all of it is per token
+                a, b = 0.0, max(sum(self.draft_by_length.values()) / sum(self.draft_by_length), 0.0)
+            return a + b * g
+        return None if self.draft_token is None else g * self.draft_token
 
     def settled(self, draft_is_free: bool) -> bool:
         """Enough samples that one slow first pass (a buffer allocated, pages touched) cannot
-        pass for what drafting costs."""
+        pass for what drafting costs, and a draft model's cost known at two lengths (one-token
+        drafts alone cannot tell its fixed part from its part per token)."""
         batched = sum(len(q) for n, q in self._recent.items() if n > 1)
-        return batched >= _SETTLED and (draft_is_free or self.draft_samples >= _SETTLED)
+        if batched < _SETTLED:
+            return False
+        return draft_is_free or (self.draft_samples >= _SETTLED and len(self.draft_by_length) >= 2)
 
     def observe_catchup(self, tokens: int, seconds: float) -> None:
         if tokens > 0:
@@ -118,15 +142,19 @@ class CostModel:
 
     def line(self) -> tuple[float, float] | None:
         """(intercept, slope) of t_v(n): least squares through the measured sizes (two or more)."""
-        v = self.verify
-        if len(v) < 2:
-            return None
-        xs = list(v)
-        ys = [v[x] for x in xs]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
-        slope = max(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0, 0.0)
-        return my - slope * mx, slope
+        return _least_squares(self.verify)
+
+
+def _least_squares(points: dict[int, float]) -> tuple[float, float] | None:
+    """(intercept, slope >= 0) of the line through {x: y} (two or more points), else None."""
+    if len(points) < 2:
+        return None
+    xs = list(points)
+    ys = [points[x] for x in xs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = max(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0, 0.0)
+    return my - slope * mx, slope
 
 
 def _average(old: float | None, new: float) -> float:
@@ -260,10 +288,12 @@ class DraftController:
         a = min(self.acceptance if a is None else a, 0.999)
         return (1.0 - a ** (g + 1)) / (1.0 - a)
 
-    def _t_draft(self, t1: float) -> float:
-        if self.draft_is_free:
+    def _draft_cost(self, g: int, t1: float) -> float:
+        """Time of a g-token draft (free drafters: nothing; unmeasured: the prior per token)."""
+        if self.draft_is_free or g <= 0:
             return 0.0
-        return self.costs.draft_token if self.costs.draft_token is not None else _PRIOR_DRAFT * t1
+        cost = self.costs.draft_cost(g)
+        return cost if cost is not None else g * _PRIOR_DRAFT * t1
 
     def rate(self, g: int, fit: tuple[float, float] | None = None, *, lag: int = 0,
              a: float | None = None) -> float | None:
@@ -276,7 +306,7 @@ class DraftController:
         e = self.expected_tokens(g, a)
         if g == 0:
             return e / tv
-        cost = g * self._t_draft(t1) + tv
+        cost = self._draft_cost(g, t1) + tv
         if lag > _STEADY_CATCHUP and not self.draft_is_free:
             left = self._remaining if self._remaining is not None else _HORIZON * e
             horizon = min(max(left / e, 1.0), _HORIZON)
@@ -313,7 +343,7 @@ class DraftController:
         tv = c.t_verify(length + 1, fit)
         if tv is None:
             tv = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
-        extra = tv - t1 + length * self._t_draft(t1)
+        extra = tv - t1 + self._draft_cost(length, t1)
         if lag > _STEADY_CATCHUP and not self.draft_is_free:
             extra += c.catchup(lag)
         if not self.draft_is_free:

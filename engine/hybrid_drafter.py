@@ -82,11 +82,13 @@ class HybridDrafter:
     def _rate(self, n_session: int, n_model: int) -> float:
         c = self.costs
         t1 = c.verify.get(1) or 1.0
-        td = c.draft_token if c.draft_token is not None else _PRIOR_DRAFT * t1
+        draft = c.draft_cost(n_model)
+        if draft is None:
+            draft = n_model * _PRIOR_DRAFT * t1
         n = n_session + n_model
         tv = c.t_verify(n + 1) or t1 * (1.0 + 0.5 * n)
         rates = [self._acc["session"].rate] * n_session + [self._acc["model"].rate] * n_model
-        return expected_tokens(rates) / (n_model * td + tv)
+        return expected_tokens(rates) / (draft + tv)
 
     def choose(self, n_session: int, k: int) -> tuple[int, int]:
         """(session tokens, model tokens) to propose, from a session guess of n_session tokens

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from specterm.engine.controller import PROBE_WINDOW, DraftController
+from specterm.engine.controller import PROBE_WINDOW, CostModel, DraftController
 from specterm.engine.settings import SpeculativeSettings
 
 
@@ -212,8 +212,16 @@ def test_costs_carry_to_the_next_request_and_from_fixed_length_runs():
         fixed.observe(0, 0, 0.0, _cpu_verify(1))
     assert adaptive.costs.draft_token is not None and set(adaptive.costs.verify) == {1, 2}
     adaptive.new_request(64)
-    assert [adaptive.next_length() for _ in range(64)] == [0] * 64  # no measurement, no probe
-    assert not adaptive.can_pay(adaptive.costs.line())
+    lengths = []
+    for _ in range(64):  # one-token drafts alone leave the fixed part unknown: one probe at most
+        k = adaptive.next_length()
+        adaptive.observe(k, k, 0.87 * T1 * k, _cpu_verify(k + 1))
+        lengths.append(k)
+    assert sum(1 for k in lengths if k) <= 1, lengths
+    if any(lengths):  # the probe measured a second length: drafting is known not to pay
+        assert not adaptive.can_pay(adaptive.costs.line())
+    adaptive.new_request(64)
+    assert [adaptive.next_length() for _ in range(64)] == [0] * 64  # nothing forced
 
 
 def test_a_draft_models_catch_up_is_charged_to_the_draft_that_needs_it():
@@ -340,3 +348,19 @@ def test_a_derived_drafts_prior_lets_short_drafts_out_at_once_where_they_pay():
     assert known((0.0, 0.0), _f32_verify).next_length() == 0
     assert known((8.0, 1.0), _f32_verify).next_length() >= 2
     assert known((8.0, 1.0), _cpu_verify).next_length() == 0
+
+
+def test_a_drafts_fixed_part_is_not_charged_per_token():
+    """One-token drafts (probes, a warm-up) cost mostly their fixed part: reading what the last
+    pass emitted. Once longer drafts are measured, a g-token draft costs that part once plus g
+    times the per-token part, not g one-token drafts."""
+    costs = CostModel()
+    for _ in range(3):
+        costs.observe_draft(1, 0.010)
+    assert costs.draft_cost(4) == pytest.approx(0.040)  # one length known: per token
+    for _ in range(3):
+        costs.observe_draft(4, 0.025)
+    assert costs.draft_cost(1) == pytest.approx(0.010)
+    assert costs.draft_cost(4) == pytest.approx(0.025)
+    assert costs.draft_cost(8) == pytest.approx(0.045)
+    assert costs.draft_cost(0) == 0.0
