@@ -172,3 +172,23 @@ async def test_the_info_line_says_what_the_last_suggestion_cost(project, setting
         assert "first text" in text
         bar.toggle_info()  # and back to the figures
         assert "tok/s" in bar.render_status().plain
+
+
+async def test_opening_a_file_warms_its_head_so_the_first_suggestion_reads_little(tmp_path, settings_for, env):
+    """The file's head (as far as a request's prefix reaches) is read while the user looks at
+    the file; the first suggestion in its middle then decodes only what differs."""
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(60))
+    (tmp_path / "many.py").write_text(text)
+    app = make_app(settings_for(tmp_path), tmp_path / "many.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        head, _ = editor.head_window()
+        n_head = len(app.engine.target.tokenize(head))
+        await wait_for(pilot, lambda: len(app.engine.decoder.cached) >= n_head * 0.9, timeout=120)
+        prefix, suffix = editor.prefix_suffix((90, 0))  # the middle of the file, never visited
+        request = app.completer.build_request(prefix, suffix, str(editor.path))
+        events = [event async for event in app.engine.stream(request)]
+        stats = events[-1].stats
+        assert stats.prompt_tokens > 300
+        assert stats.prompt_tokens_decoded <= 16, stats.to_dict()

@@ -70,6 +70,7 @@ from .suggestions import CompletionRecord, Source
 # that TextArea would insert before any binding ran.
 ALTERNATIVE_KEYS = {"alt+right_square_bracket": 1, "alt+n": 1, "alt+left_square_bracket": -1, "alt+p": -1}
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
+PREFIX_ROWS, SUFFIX_ROWS = 400, 120  # the rows around the cursor a completion request sees
 INCREMENTAL_HIGHLIGHT_LINES = 100  # above this, keystrokes re-lex only the edited lines at once (6-20 ms a 4 KB file)
 FULL_HIGHLIGHT_DELAY_S = 0.3
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in
@@ -484,14 +485,21 @@ class CodeEditor(TextArea):
         self._debounce = None
         self._start_completion(manual=False)
 
-    def prefix_suffix(self) -> tuple[str, str]:
-        row, col = self.cursor_location
+    def prefix_suffix(self, at: tuple[int, int] | None = None) -> tuple[str, str]:
+        """The text before and after the cursor (or `at`) that a completion request sees."""
+        row, col = self.cursor_location if at is None else at
         doc = self.document
-        start_row = max(0, row - 400)
-        end_row = min(doc.line_count - 1, row + 120)
+        start_row = max(0, row - PREFIX_ROWS)
+        end_row = min(doc.line_count - 1, row + SUFFIX_ROWS)
         prefix = doc.get_text_range((start_row, 0), (row, col))
         suffix = doc.get_text_range((row, col), (end_row, len(doc[end_row])))
         return prefix, suffix
+
+    def head_window(self) -> tuple[str, str]:
+        """`prefix_suffix` as if the cursor stood at the end of the file's first PREFIX_ROWS
+        rows: a request anywhere there has a prefix that starts as this one does."""
+        row = min(self.document.line_count - 1, PREFIX_ROWS - 1)
+        return self.prefix_suffix((row, len(self.document[row])))
 
     def _start_completion(self, *, manual: bool) -> None:
         completer = self.completer
