@@ -8,6 +8,7 @@ from typing import Callable
 
 import pytest
 
+from specterm.tui.app import SpectermApp
 from specterm.tui.config import load_settings
 
 # A file whose pattern prompt lookup can draft from: the continuation repeats earlier n-grams.
@@ -67,3 +68,21 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 60.0, 
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await pilot.pause(step)
+
+
+def make_app(settings, path, env, **kwargs) -> SpectermApp:
+    """The app builds and owns a real LocalEngine on the demo model from `settings` (and closes it on
+    exit), exactly as `specterm PATH` does."""
+    return SpectermApp(settings, path, environ=env, watch=kwargs.pop("watch", False), **kwargs)
+
+
+def user_requests(app) -> int:
+    """Requests the editor made for the cursor (prefetches, asked ahead for a Tab, not counted)."""
+    return sum(not r.prefetch for r in app.completer.log.records)
+
+
+async def fresh_completion(app, prefix: str, suffix: str) -> str:
+    """The finished text of a new request at a cursor, straight from the app's engine."""
+    request = app.completer.build_request(prefix, suffix, str(app.active_editor.path))
+    events = [event async for event in app.engine.stream(request)]
+    return events[-1].text

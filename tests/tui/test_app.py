@@ -7,31 +7,12 @@ import stat
 
 import pytest
 
-from specterm.tui.app import SpectermApp
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.screens.stats import StatsScreen
 from specterm.tui.widgets.chat import ChatPane
 from specterm.tui.widgets.status_bar import StatusBar
 
-from .conftest import CURSOR_AFTER_DEF, REPETITIVE, wait_for
-
-
-def make_app(settings, path, env, **kwargs) -> SpectermApp:
-    """The app builds and owns a real LocalEngine on the demo model from `settings` (and closes it on
-    exit), exactly as `specterm PATH` does."""
-    return SpectermApp(settings, path, environ=env, watch=kwargs.pop("watch", False), **kwargs)
-
-
-def user_requests(app) -> int:
-    """Requests the editor made for the cursor (prefetches, asked ahead for a Tab, not counted)."""
-    return sum(not r.prefetch for r in app.completer.log.records)
-
-
-async def fresh_completion(app, prefix: str, suffix: str) -> str:
-    """The finished text of a new request at a cursor, straight from the app's engine."""
-    request = app.completer.build_request(prefix, suffix, str(app.active_editor.path))
-    events = [event async for event in app.engine.stream(request)]
-    return events[-1].text
+from .conftest import CURSOR_AFTER_DEF, REPETITIVE, fresh_completion, make_app, user_requests, wait_for
 
 
 async def ghost_at(pilot, app, location=CURSOR_AFTER_DEF) -> str:

@@ -2,7 +2,7 @@
 
 from specterm.tui.widgets.chat import ChatPane, Exchange, code_blocks
 
-from .test_app import make_app
+from .conftest import make_app
 
 
 def test_code_blocks_are_extracted_in_order_including_an_unterminated_last_one():

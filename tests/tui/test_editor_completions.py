@@ -6,27 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from specterm.tui.app import SpectermApp
 from specterm.tui.widgets.editor import CodeEditor
 
-from .conftest import CURSOR_AFTER_DEF, wait_for
+from .conftest import CURSOR_AFTER_DEF, fresh_completion, make_app, user_requests, wait_for
 
 NUMBERS = "values = [\n    1,\n    2,\n    3,\n    4,\n"
 END_OF_NUMBERS = (5, 0)
-
-
-def make_app(settings, path, env, **kwargs) -> SpectermApp:
-    return SpectermApp(settings, path, environ=env, watch=False)
-
-
-def user_requests(app) -> int:
-    return sum(not r.prefetch for r in app.completer.log.records)
-
-
-async def fresh_completion(app, prefix: str, suffix: str) -> str:
-    request = app.completer.build_request(prefix, suffix, str(app.active_editor.path))
-    events = [event async for event in app.engine.stream(request)]
-    return events[-1].text
 
 
 async def shown_at(pilot, app, location) -> str:

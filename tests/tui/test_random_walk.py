@@ -34,8 +34,7 @@ from textual.keys import _character_to_key
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.widgets.editor_tabs import OpenFile
 
-from .conftest import wait_for
-from .test_app import make_app
+from .conftest import make_app, wait_for
 
 EVENTS = int(os.environ.get("SPECTERM_WALK_EVENTS", "5000"))
 DISK_TIMEOUT = 30.0  # watch events on a busy two-core box can take seconds

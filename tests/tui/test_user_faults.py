@@ -11,8 +11,7 @@ from textual.widgets import Input
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.widgets.chat import Exchange
 
-from .conftest import wait_for
-from .test_app import make_app
+from .conftest import make_app, wait_for
 
 NO_COMPLETIONS = {"completion.auto": False}
 
