@@ -168,8 +168,13 @@ class DraftController:
     sweeps, warm-ups) teaches the adaptive controller what drafting and verifying cost."""
 
     def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False,
-                 costs: CostModel | None = None, prior: tuple[float, float] = (0.0, 0.0)) -> None:
+                 costs: CostModel | None = None, prior: tuple[float, float] = (0.0, 0.0),
+                 free_part: bool = False) -> None:
         self.spec = spec
+        # A paid drafter with a free part (the hybrid's session guess): where paying does not pay,
+        # a pass may still send the free guess, judged by its match length (`free_only`).
+        self.free_part = free_part and not draft_is_free
+        self.free_only = False
         self.adaptive = spec.adaptive
         self.costs = costs if costs is not None else CostModel()
         self.draft_is_free = draft_is_free  # prompt lookup: drafting costs ~nothing
@@ -245,7 +250,8 @@ class DraftController:
             steady = catchup_s * _STEADY_CATCHUP / catchup_tokens
         else:
             steady = catchup_s
-        if asked and not self.draft_is_free:
+        free_pass, self.free_only = self.free_only, False
+        if asked and not self.draft_is_free and not free_pass:
             c.observe_draft(max(drafted, 1), draft_s + steady)
         t1 = c.verify.get(1)
         if self.probing and asked:
@@ -262,19 +268,21 @@ class DraftController:
         if self._remaining is not None:
             self._remaining -= accepted + 1
         c.observe_verify(drafted + 1, verify_s)
-        if self.draft_is_free or drafted:
+        if self.draft_is_free or (drafted and not free_pass):
             # A free drafter's figure drifts back to the prior while off (the text may start
             # repeating); a draft model's only moves with its drafts: it is the pair's.
             self._succ *= _DECAY
             self._fail *= _DECAY
         if drafted:
             self._fresh = True
+        if drafted and not free_pass:  # a free guess's evidence is its match length's alone
             self._succ += accepted
             self._fail += 1 if accepted < drafted else 0
             total = self._succ + self._fail
             if total > _EVIDENCE_MAX:  # bounded memory: a change of text shows within a few passes
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
+        if drafted:
             if match > 0:
                 b = min(match, _MATCH_BUCKETS)
                 succ = self._match_succ[b] * _DECAY + accepted
@@ -296,7 +304,7 @@ class DraftController:
         return cost if cost is not None else g * _PRIOR_DRAFT * t1
 
     def rate(self, g: int, fit: tuple[float, float] | None = None, *, lag: int = 0,
-             a: float | None = None) -> float | None:
+             a: float | None = None, free: bool = False) -> float | None:
         """Expected tokens per second at draft length g, from the current measurements; a draft
         model's catch-up on `lag` unread tokens is spread over the passes it would serve."""
         tv = self.costs.t_verify(g + 1, fit)
@@ -306,8 +314,9 @@ class DraftController:
         e = self.expected_tokens(g, a)
         if g == 0:
             return e / tv
-        cost = self._draft_cost(g, t1) + tv
-        if lag > _STEADY_CATCHUP and not self.draft_is_free:
+        free = free or self.draft_is_free
+        cost = (0.0 if free else self._draft_cost(g, t1)) + tv
+        if lag > _STEADY_CATCHUP and not free:
             left = self._remaining if self._remaining is not None else _HORIZON * e
             horizon = min(max(left / e, 1.0), _HORIZON)
             cost += self.costs.catchup(lag) / horizon
@@ -356,13 +365,13 @@ class DraftController:
         return _PROBE_BUDGET * t1 * max(self._passes, self._expected)
 
     def _paying_length(self, fit: tuple[float, float], up_to: int, *, lag: int = 0,
-                       a: float | None = None) -> int:
+                       a: float | None = None, free: bool = False) -> int:
         """The draft length up to `up_to` with the best expected rate, if it beats plain decoding
         by the margin; else 0."""
         base = self.rate(0, fit)
         best_g, best_r = 0, base
         for g in range(1, up_to + 1):
-            r = self.rate(g, fit, lag=lag, a=a)
+            r = self.rate(g, fit, lag=lag, a=a, free=free)
             if r is not None and r > best_r:
                 best_g, best_r = g, r
         return best_g if best_g and best_r >= base * _MARGIN else 0
@@ -372,8 +381,14 @@ class DraftController:
         drafter followed a `match`-token n-gram: the length that pays at that match length's
         acceptance, 0 when none does (the pass is a plain one, and costs nothing extra). A match
         length that does not pay is probed now and then, from the request's probe budget."""
-        if not (self.adaptive and self.draft_is_free) or proposed <= 0:
+        if not (self.adaptive and (self.draft_is_free or self.free_only)) or proposed <= 0:
             return proposed
+        if self.free_only:  # a hybrid's free guess: what pays at its match length, no probing
+            fit = self.costs.line()
+            if fit is None or match <= 0:
+                return 0
+            self.length = self._paying_length(fit, proposed, a=self.acceptance_for(match), free=True)
+            return self.length
         if self.probing:  # next_length forced this draft already (its budget is counted)
             return min(proposed, self.length)
         fit = self.costs.line()
@@ -401,6 +416,7 @@ class DraftController:
         """Draft length for the next pass; `lag`: tokens the drafter must read before drafting,
         `probe_lag`: before a probe's draft (a short window of recent text; default `lag`)."""
         dmax = self.spec.draft_max
+        self.free_only = False
         if not self.adaptive or dmax <= 0:
             self.off = dmax <= 0
             return max(dmax, 0)
@@ -437,4 +453,14 @@ class DraftController:
                 self.probing = True
                 self.length = self._probe_length(fit)
                 return self.length
+        if self.free_part and fit is not None and self._free_could_pay(fit, dmax):
+            self.free_only = True  # the free part alone, cut by `fit_draft` to what pays
+            return dmax
         return 0
+
+    def _free_could_pay(self, fit: tuple[float, float], up_to: int) -> bool:
+        """Some match length's acceptance makes a free draft of some length pay."""
+        a_best = max(self.acceptance_for(b) for b in range(1, _MATCH_BUCKETS + 1))
+        base = self.rate(0, fit)
+        return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
+                   for g in range(1, up_to + 1))

@@ -90,6 +90,11 @@ class Drafter(Protocol):
         `window` bounds how much recent text a draft model catches up on for this draft (a
         probe: learning whether it pays must not cost a whole prompt's catch-up)."""
 
+    def free_guess(self, history: list[int], n_max: int, sampling: SamplingSettings,
+                   rng: np.random.Generator) -> Draft:
+        """What the drafter proposes at no cost, for a pass where paid drafting does not pay: a
+        free drafter's draft, a hybrid's session guess, nothing from a draft model."""
+
     def truncate(self, n: int) -> None:
         """Only the first `n` tokens of the latest draft go to the target (the rest never count
         as drafted)."""
@@ -117,6 +122,9 @@ class NoDrafter:
         return 0
 
     def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
+        return Draft()
+
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
         return Draft()
 
     def truncate(self, n: int) -> None:
@@ -305,6 +313,9 @@ class ModelDrafter:
         out.time_s = time.perf_counter() - t0
         return out
 
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
+        return Draft()  # a draft model's guesses are never free
+
     def truncate(self, n: int) -> None:
         pass  # `accept` removes whatever the target did not keep, sent or not
 
@@ -364,6 +375,9 @@ class LookupDrafter:
 
     def lag(self, history: list[int], window: int | None = None) -> int:
         return 0  # no model to catch up (indexing costs microseconds)
+
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
+        return self.draft(history, n_max, sampling, rng)
 
     def truncate(self, n: int) -> None:
         pass  # nothing is kept per draft

@@ -128,6 +128,19 @@ class HybridDrafter:
         out.time_s = time.perf_counter() - t0
         return out
 
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
+        """The session's guess alone: the controller found that paying for the model does not
+        pay this pass, but a free guess that follows a long match still may."""
+        t0 = time.perf_counter()
+        self._base = len(history)
+        guess = self.session.draft(history, n_max, sampling, rng)
+        out = Draft(tokens=list(guess.tokens), match=guess.match)
+        self._split = (len(out.tokens), 0)
+        self._model_read = False
+        out.sources = ["session"] * len(out.tokens)
+        out.time_s = time.perf_counter() - t0
+        return out
+
     def truncate(self, n: int) -> None:
         n_s, n_m = self._split
         if n < n_s:

@@ -103,6 +103,9 @@ class SessionDrafter:
         self._accepted = self._accepted * _DECAY + n_accepted
         self._last = 0
 
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
+        return self.draft(history, n_max, sampling, rng)
+
     def truncate(self, n: int) -> None:
         self._last = min(self._last, n)  # tokens not sent are neither accepted nor rejected
 

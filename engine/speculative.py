@@ -181,7 +181,8 @@ class SpeculativeDecoder:
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
         self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
-                                          costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)))
+                                          costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)),
+                                          free_part=drafter.kind == "hybrid")
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
@@ -385,8 +386,11 @@ class SpeculativeDecoder:
             draft = Draft()
             if k > 0:
                 window = PROBE_WINDOW if controller.probing else None
-                draft = drafter.draft(history, k, job.sampling, draft_rng, window)
-                if controller.draft_is_free:  # send what pays at the draft's match length
+                if controller.free_only:  # paying does not pay: the drafter's free part alone
+                    draft = drafter.free_guess(history, k, job.sampling, draft_rng)
+                else:
+                    draft = drafter.draft(history, k, job.sampling, draft_rng, window)
+                if controller.draft_is_free or controller.free_only:  # what pays at its match length
                     keep = controller.fit_draft(len(draft.tokens), draft.match)
                     if keep < len(draft.tokens):
                         drafter.truncate(keep)

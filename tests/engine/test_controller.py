@@ -364,3 +364,32 @@ def test_a_drafts_fixed_part_is_not_charged_per_token():
     assert costs.draft_cost(4) == pytest.approx(0.025)
     assert costs.draft_cost(8) == pytest.approx(0.045)
     assert costs.draft_cost(0) == 0.0
+
+
+def test_a_hybrid_sends_its_free_guess_where_paying_for_the_model_does_not_pay():
+    """Memory-bound verification, a draft model as dear as the target (it never pays) and a
+    session drafter whose 4-token matches always hold: the hybrid's controller turns the model off
+    yet sends the free guess, judged by its match length; the free passes teach nothing about
+    what the model costs or how often it is right."""
+    def run(free_part: bool) -> tuple[int, DraftController]:
+        c = DraftController(SpeculativeSettings(draft_max=8), free_part=free_part)
+        fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+        for k in (0, 1, 2, 3) * 3:
+            fixed.observe(k, 0, 0.002 + 1.2 * 0.015 * k, _f32_verify(k + 1))
+        c.new_request(256)
+        free_tokens = 0
+        for _ in range(200):
+            k = c.next_length()
+            free = c.free_only
+            keep = c.fit_draft(k, 4) if free else k
+            c.observe(keep, keep if free else 0, 0.002 + 1.2 * 0.015 * keep, _f32_verify(keep + 1),
+                      asked=k, match=4 if free else 0)
+            free_tokens += keep if free else 0
+        return free_tokens, c
+
+    with_free, c = run(True)
+    assert with_free > 300, with_free
+    assert min(c.costs.draft_by_length.values()) >= 0.002  # only the model's own drafts were timed
+    assert c.acceptance <= 0.5  # the free guesses (all held) did not raise the model's own figure
+    without, _ = run(False)
+    assert without == 0
