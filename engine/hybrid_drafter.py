@@ -109,13 +109,21 @@ class HybridDrafter:
         return self.model_drafter.lag(history, window)
 
     def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
+        return self._propose(history, n_max, sampling, rng, window, free_only=False)
+
+    def free_guess(self, history, n_max, sampling, rng) -> Draft:
+        """The session's guess alone: the controller found that paying for the model does not
+        pay this pass, but a free guess that follows a long match still may."""
+        return self._propose(history, n_max, sampling, rng, None, free_only=True)
+
+    def _propose(self, history, n_max, sampling, rng, window, *, free_only: bool) -> Draft:
         t0 = time.perf_counter()
         self._base = len(history)
         guess = self.session.draft(history, n_max, sampling, rng)
-        n_s, n_m = self.choose(len(guess.tokens), n_max)
+        n_s, n_m = (len(guess.tokens), 0) if free_only else self.choose(len(guess.tokens), n_max)
         if not n_s:
             self.session.discard()
-        out = Draft(tokens=list(guess.tokens[:n_s]))
+        out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if free_only else 0)
         if n_m:
             more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng, window)
             out.tokens += more.tokens
@@ -125,19 +133,6 @@ class HybridDrafter:
         self._split = (n_s, len(out.tokens) - n_s)
         self._model_read = n_m > 0
         out.sources = ["session"] * n_s + ["model"] * self._split[1]
-        out.time_s = time.perf_counter() - t0
-        return out
-
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
-        """The session's guess alone: the controller found that paying for the model does not
-        pay this pass, but a free guess that follows a long match still may."""
-        t0 = time.perf_counter()
-        self._base = len(history)
-        guess = self.session.draft(history, n_max, sampling, rng)
-        out = Draft(tokens=list(guess.tokens), match=guess.match)
-        self._split = (len(out.tokens), 0)
-        self._model_read = False
-        out.sources = ["session"] * len(out.tokens)
         out.time_s = time.perf_counter() - t0
         return out
 
