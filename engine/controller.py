@@ -236,13 +236,18 @@ class DraftController:
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
                 catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None,
-                match: int = 0) -> None:
+                match: int = 0, free: int = 0) -> None:
         """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
         drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
         _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
         a draft that was off, measured on its own and charged when drafting turns on. `asked` is
         the length the drafter was asked for (a draft model may stop short of it, or at 0);
-        `match` the length of the n-gram a free draft followed (0: not a free draft)."""
+        `match` the length of the n-gram a free draft followed (0: not a free draft); `free` how
+        many leading proposals cost nothing (a hybrid's session guess): the draft model's cost and
+        acceptance are learned from the rest alone, and a pass that sent only free tokens is a
+        free pass."""
+        free = min(max(free, 0), drafted)
+        paid = drafted - free
         asked = drafted if asked is None else asked
         c = self.costs
         if catchup_tokens > _STEADY_CATCHUP:
@@ -250,9 +255,9 @@ class DraftController:
             steady = catchup_s * _STEADY_CATCHUP / catchup_tokens
         else:
             steady = catchup_s
-        free_pass, self.free_only = self.free_only, False
+        free_pass, self.free_only = self.free_only or (free > 0 and not paid), False
         if asked and not self.draft_is_free and not free_pass:
-            c.observe_draft(max(drafted, 1), draft_s + steady)
+            c.observe_draft(max(paid, 1), draft_s + steady)
         t1 = c.verify.get(1)
         if self.probing and asked:
             if t1:  # what the probe cost beyond the plain passes it replaced
@@ -275,9 +280,9 @@ class DraftController:
             self._fail *= _DECAY
         if drafted:
             self._fresh = True
-        if drafted and not free_pass:  # a free guess's evidence is its match length's alone
-            self._succ += accepted
-            self._fail += 1 if accepted < drafted else 0
+        if paid and not free_pass and accepted >= free:  # a free guess's evidence is its match
+            self._succ += accepted - free                 # length's alone; the model's tokens
+            self._fail += 1 if accepted < drafted else 0  # count where the target reached them
             total = self._succ + self._fail
             if total > _EVIDENCE_MAX:  # bounded memory: a change of text shows within a few passes
                 self._succ *= _EVIDENCE_MAX / total
@@ -285,8 +290,9 @@ class DraftController:
         if drafted:
             if match > 0:
                 b = min(match, _MATCH_BUCKETS)
-                succ = self._match_succ[b] * _DECAY + accepted
-                fail = self._match_fail[b] * _DECAY + (1 if accepted < drafted else 0)
+                n = free or drafted  # the free guess's own tokens
+                succ = self._match_succ[b] * _DECAY + min(accepted, n)
+                fail = self._match_fail[b] * _DECAY + (1 if accepted < n else 0)
                 total = succ + fail
                 scale = min(1.0, _EVIDENCE_MAX / total) if total else 1.0
                 self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale

@@ -61,12 +61,16 @@ class Draft:
     # Positions copied from the target's KV cache instead of read (a derived draft); catchup_s
     # includes the copy, catchup_tokens counts only what was decoded.
     adopted_tokens: int = 0
+    # Leading proposals that cost nothing (a hybrid's session guess before the model's tokens):
+    # the controller learns the draft model's cost and acceptance from the rest only.
+    free_tokens: int = 0
 
     def cut(self, n: int) -> "Draft":
         """The first n proposals (timings kept: they were spent either way)."""
         return Draft(self.tokens[:n], None if self.q is None else self.q[:n], self.time_s,
                      self.catchup_s, self.catchup_tokens,
-                     None if self.sources is None else self.sources[:n], self.match, self.adopted_tokens)
+                     None if self.sources is None else self.sources[:n], self.match, self.adopted_tokens,
+                     min(self.free_tokens, n))
 
 
 class Drafter(Protocol):

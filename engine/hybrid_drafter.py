@@ -79,26 +79,28 @@ class HybridDrafter:
         self._model_read = False  # the model drafted (its cache holds the draft) since the last accept
 
     # -- choosing --------------------------------------------------------------------------------
-    def _rate(self, n_session: int, n_model: int) -> float:
+    def _rate(self, n_session: int, n_model: int, lag: int = 0) -> float:
         c = self.costs
         t1 = c.verify.get(1) or 1.0
         draft = c.draft_cost(n_model)
         if draft is None:
             draft = n_model * _PRIOR_DRAFT * t1
+        if n_model and lag > 2:  # the model reads what it has not seen first (accepted guesses)
+            draft += c.catchup(lag)
         n = n_session + n_model
         tv = c.t_verify(n + 1) or t1 * (1.0 + 0.5 * n)
         rates = [self._acc["session"].rate] * n_session + [self._acc["model"].rate] * n_model
         return expected_tokens(rates) / (draft + tv)
 
-    def choose(self, n_session: int, k: int) -> tuple[int, int]:
+    def choose(self, n_session: int, k: int, lag: int = 0) -> tuple[int, int]:
         """(session tokens, model tokens) to propose, from a session guess of n_session tokens
-        and the controller's length k."""
+        and the controller's length k; `lag`: tokens the model must read before drafting."""
         options = [(0, k)]
         if n_session:
             options.append((n_session, 0))
             if n_session < k:
                 options.append((n_session, k - n_session))
-        return max(options, key=lambda o: self._rate(*o))
+        return max(options, key=lambda o: self._rate(*o, lag=lag + o[0] if o[1] else 0))
 
     # -- drafter verbs ---------------------------------------------------------------------------
     def begin(self, prompt: list[int]) -> None:
@@ -120,10 +122,11 @@ class HybridDrafter:
         t0 = time.perf_counter()
         self._base = len(history)
         guess = self.session.draft(history, n_max, sampling, rng)
-        n_s, n_m = (len(guess.tokens), 0) if free_only else self.choose(len(guess.tokens), n_max)
+        n_s, n_m = ((len(guess.tokens), 0) if free_only
+                    else self.choose(len(guess.tokens), n_max, self.model_drafter.lag(history, window)))
         if not n_s:
             self.session.discard()
-        out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if free_only else 0)
+        out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if n_s else 0, free_tokens=n_s)
         if n_m:
             more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng, window)
             out.tokens += more.tokens

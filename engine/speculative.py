@@ -431,7 +431,8 @@ class SpeculativeDecoder:
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
-                               draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match)
+                               draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
+                               free=draft.free_tokens)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

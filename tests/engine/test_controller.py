@@ -393,3 +393,23 @@ def test_a_hybrid_sends_its_free_guess_where_paying_for_the_model_does_not_pay()
     assert c.acceptance <= 0.5  # the free guesses (all held) did not raise the model's own figure
     without, _ = run(False)
     assert without == 0
+
+
+def test_a_hybrid_pass_teaches_the_model_only_from_the_model_tokens():
+    """A hybrid pass sends a free session guess, sometimes extended by the draft model. Costs and
+    acceptance are the draft model's: a pass of free tokens alone times nothing, and a model
+    extension is timed for its own tokens and judged only where the target reached it."""
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    for _ in range(3):
+        c.observe(0, 0, 0.0, 0.010)
+    c.observe(6, 6, 0.0001, 0.020, asked=6, match=5, free=6)  # the session guess alone, held
+    assert c.costs.draft_by_length == {}
+    assert c.acceptance == pytest.approx(0.5)  # no evidence about the model
+    assert c.acceptance_for(5) > 0.5  # ... but about the session's 5-token matches
+    c.observe(9, 4, 0.012, 0.025, asked=8, match=5, free=6)  # the guess failed before the model
+    assert c.costs.draft_by_length == {3: pytest.approx(0.012)}  # timed for its 3 model tokens
+    assert c.acceptance == pytest.approx(0.5)  # the target never reached the model's tokens
+    c.observe(9, 9, 0.012, 0.025, asked=8, match=5, free=6)  # all held: 3 model tokens held
+    assert c.acceptance == pytest.approx(4 / 5)
+    c.observe(9, 7, 0.012, 0.025, asked=8, match=5, free=6)  # 1 of the model's 3 held, then a miss
+    assert c.acceptance < 4 / 5
