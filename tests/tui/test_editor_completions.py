@@ -114,6 +114,11 @@ async def test_the_typing_pause_adapts(project, settings_for, env):
             await asyncio.sleep(0.3)  # (not pilot.pause: it also waits for a busy machine to idle)
             editor.insert(key)
         assert editor.debounce.delay_s > fast
+        slow = editor.debounce.delay_s
+        await pilot.press("enter")  # a line end: the request goes out almost at once
+        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        await pilot.press("x")
+        assert not editor.debounce.line_break and editor.debounce.delay_s >= fast
 
 
 async def test_the_cache_survives_an_edit_far_away(tmp_path, settings_for, env):

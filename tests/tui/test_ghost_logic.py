@@ -136,3 +136,19 @@ def test_debounce_adapts_to_typing_speed_and_response_time():
     assert slow.delay_s == MAX_S  # never more than a second
     fast.response(-1.0)  # nonsense is ignored
     assert fast.response_s is None
+
+
+def test_a_line_break_asks_almost_at_once():
+    """People stop at a line end: after Enter the pause is short whatever the typing speed, and
+    the next ordinary key goes back to the typing-speed pause."""
+    from specterm.tui.widgets.debounce import LINE_BREAK_S, AdaptiveDebounce
+
+    d = AdaptiveDebounce(start_s=0.25)
+    for i in range(10):
+        d.keystroke(i * 0.4)
+    typing = d.delay_s
+    d.keystroke(4.0, line_break=True)
+    assert d.delay_s == LINE_BREAK_S < typing
+    d.keystroke(4.4)
+    assert d.delay_s > LINE_BREAK_S
+    assert AdaptiveDebounce(start_s=0.0).delay_s == 0.0  # a configured 0 stays 0

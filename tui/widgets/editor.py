@@ -413,7 +413,8 @@ class CodeEditor(TextArea):
             and self.selection.is_empty
             and ghost.remaining.startswith(edit.text)
         )
-        self._keystroke()
+        # Enter (a line break and its indentation): people pause at a line end, ask at once.
+        self._keystroke(line_break="\n" in edit.text and not edit.text.strip(" \t\r\n"))
         self._editing = True
         self._current_edit = edit
         try:
@@ -466,9 +467,9 @@ class CodeEditor(TextArea):
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def _keystroke(self) -> None:
+    def _keystroke(self, *, line_break: bool = False) -> None:
         self._keystroke_at = time.monotonic()
-        self.debounce.keystroke(self._keystroke_at)
+        self.debounce.keystroke(self._keystroke_at, line_break=line_break)
 
     def _schedule(self) -> None:
         """(Re)start the typing-pause timer for an automatic completion (adaptive length)."""
