@@ -13,6 +13,7 @@ free guess that holds saves the draft model's time.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -77,9 +78,15 @@ class HybridDrafter:
         self._base = 0  # len(history) at the latest draft
         self._split: tuple[int, int] = (0, 0)  # (session tokens, model tokens) of the latest draft
         self._model_read = False  # the model drafted (its cache holds the draft) since the last accept
+        # The controller's acceptance of free guesses by n-gram match length (the loop wires it,
+        # as it shares `costs`): a guess is cut to what pays at its match length, as lookup's is.
+        self.free_acceptance: Callable[[int], float] | None = None
+        # The most tokens a pass may send (the loop sets it: the request's and the context's
+        # room); the controller's k is what pays for the *model*, a free guess may run longer.
+        self.free_max: int | None = None
 
     # -- choosing --------------------------------------------------------------------------------
-    def _rate(self, n_session: int, n_model: int, lag: int = 0) -> float:
+    def _rate(self, n_session: int, n_model: int, lag: int = 0, a_session: float | None = None) -> float:
         c = self.costs
         t1 = c.verify.get(1) or 1.0
         draft = c.draft_cost(n_model)
@@ -89,18 +96,19 @@ class HybridDrafter:
             draft += c.catchup(lag)
         n = n_session + n_model
         tv = c.t_verify(n + 1) or t1 * (1.0 + 0.5 * n)
-        rates = [self._acc["session"].rate] * n_session + [self._acc["model"].rate] * n_model
+        a_s = self._acc["session"].rate if a_session is None else a_session
+        rates = [a_s] * n_session + [self._acc["model"].rate] * n_model
         return expected_tokens(rates) / (draft + tv)
 
-    def choose(self, n_session: int, k: int, lag: int = 0) -> tuple[int, int]:
+    def choose(self, n_session: int, k: int, lag: int = 0, match: int = 0) -> tuple[int, int]:
         """(session tokens, model tokens) to propose, from a session guess of n_session tokens
-        and the controller's length k; `lag`: tokens the model must read before drafting."""
-        options = [(0, k)]
-        if n_session:
-            options.append((n_session, 0))
-            if n_session < k:
-                options.append((n_session, k - n_session))
-        return max(options, key=lambda o: self._rate(*o, lag=lag + o[0] if o[1] else 0))
+        that followed a `match`-token n-gram and the controller's length k; `lag`: tokens the
+        model must read before drafting. The guess may be cut short, or extended by the model."""
+        a_s = self.free_acceptance(match) if self.free_acceptance is not None and match > 0 else None
+        options = [(0, k)] + [(c, 0) for c in range(1, n_session + 1)]
+        if 0 < n_session < k:
+            options.append((n_session, k - n_session))
+        return max(options, key=lambda o: self._rate(*o, lag=lag + o[0] if o[1] else 0, a_session=a_s))
 
     # -- drafter verbs ---------------------------------------------------------------------------
     def begin(self, prompt: list[int]) -> None:
@@ -121,11 +129,14 @@ class HybridDrafter:
     def _propose(self, history, n_max, sampling, rng, window, *, free_only: bool) -> Draft:
         t0 = time.perf_counter()
         self._base = len(history)
-        guess = self.session.draft(history, n_max, sampling, rng)
+        guess = self.session.draft(history, max(n_max, self.free_max or 0), sampling, rng)
         n_s, n_m = ((len(guess.tokens), 0) if free_only
-                    else self.choose(len(guess.tokens), n_max, self.model_drafter.lag(history, window)))
+                    else self.choose(len(guess.tokens), n_max, self.model_drafter.lag(history, window),
+                                     guess.match))
         if not n_s:
             self.session.discard()
+        elif n_s < len(guess.tokens):
+            self.session.truncate(n_s)  # cut to what pays: the rest is neither sent nor judged
         out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if n_s else 0, free_tokens=n_s)
         if n_m:
             more = self.model_drafter.draft(list(history) + out.tokens, n_m, sampling, rng, window)

@@ -183,6 +183,8 @@ class SpeculativeDecoder:
         self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
                                           costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)),
                                           free_part=drafter.kind == "hybrid")
+        if drafter.kind == "hybrid":  # one judge of free guesses, as one cost model
+            drafter.free_acceptance = self.controller.acceptance_for
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
@@ -384,6 +386,8 @@ class SpeculativeDecoder:
                     probe_lag = drafter.lag(history, PROBE_WINDOW)
                 k = min(controller.next_length(lag, probe_lag), max(room, 0))
             draft = Draft()
+            if controller.free_part:
+                drafter.free_max = min(self.spec.draft_max, max(room, 0))
             if k > 0:
                 window = PROBE_WINDOW if controller.probing else None
                 if controller.free_only:  # paying does not pay: the drafter's free part alone

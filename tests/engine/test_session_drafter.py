@@ -188,3 +188,22 @@ def test_remember_feeds_the_index_on_the_worker_and_later_requests_draft_from_it
         assert last.stats.accepted_by_drafter.get("session", 0) >= 8, last.stats.to_dict()
     finally:
         eng.close_sync()
+
+
+def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length(vocab):
+    """The controller's k is what pays for the draft model; a free guess may run past it (up to
+    the room the loop allows) when its match length has held, and is cut short when it has not."""
+    from specterm.engine.controller import CostModel
+    from specterm.engine.drafters import ModelDrafter
+    from specterm.engine.hybrid_drafter import HybridDrafter
+
+    costs = CostModel()
+    for n, t in ((1, 0.010), (2, 0.012), (3, 0.013), (5, 0.015), (9, 0.019), (17, 0.027)):
+        costs.observe_verify(n, t)
+    for g, t in ((1, 0.004), (3, 0.009)):
+        costs.observe_draft(g, t)
+    hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(vocab, 0.0), costs)
+    hybrid.free_acceptance = lambda match: 0.97 if match >= 4 else 0.3
+    assert hybrid.choose(12, 3, match=6) == (12, 0)  # a long match that holds: the whole guess
+    n_s, n_m = hybrid.choose(12, 3, match=1)  # a short match that fails: cut, or the model's
+    assert n_s < 4 and n_s + n_m <= 12
