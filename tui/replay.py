@@ -5,8 +5,9 @@ The app (Textual's run_test/Pilot, the engine the settings choose) opens a copy 
 regions blanked out (`--full`: all of it) and types each region back at a human pace (`--cps`
 characters a second, a pause at every line end). A simulated user presses Tab when the shown
 suggestion is what the file says next, ctrl+right when only its first word is. Time is measured
-from the keystroke. After the typing, the same requests run again with the UI idle, to compare
-in-app tokens/s with the engine's own.
+from the keystroke; a suggestion taken whole (Tab, or word by word to its end) is an accept, and
+the time to the next suggestion after it is `after_accept_ms`. After the typing, the same requests
+run again with the UI idle, to compare in-app tokens/s with the engine's own.
 """
 
 from __future__ import annotations
@@ -233,14 +234,16 @@ class Replay:
             ch = want[0]
             if ch == "\t" and editor.ghost_text:
                 await self._press(pilot, "escape")  # Tab would accept the suggestion
+            through = editor.ghost_text.startswith(ch)  # the key types through the suggestion
             at = await self._press(pilot, _key_for(ch), ch)
             self.tally.typed += 1
             i += 1
             if ch == "\n":
                 i += await self._fix_indent(pilot, editor, i, region.end)
             line_end = i >= region.end or self.text[i - 1] == "\n"
-            if line_end:
-                await self._pause(pilot, editor, at)
+            if line_end:  # timed from the last key (indentation fixed after Enter included)
+                last = self.watch.keys[-1]
+                await self._pause(pilot, editor, last, through and last == at)
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
 
@@ -257,23 +260,25 @@ class Replay:
         return len(auto)
 
     async def _accept(self, pilot, editor: CodeEditor, key: str, piece: str) -> int:
+        whole = piece == editor.ghost_text  # Tab, or the last word of it: all of it is taken
         at = await self._press(pilot, key, piece)
         self.tally.accepted_chars += len(piece)
-        if key == "tab":
+        if key != "tab":
+            self.tally.word_accepts += 1
+        if whole:
             self.tally.accepted += 1
             await self._settle(pilot, editor, least_s=0.0)
             if self.watch.first_text_at is not None:
                 self.tally.after_accept.append(self.watch.first_text_at - at)
             else:
                 self.tally.accepts_without_next += 1
-        else:
-            self.tally.word_accepts += 1
         return len(piece)
 
-    async def _pause(self, pilot, editor: CodeEditor, at: float) -> None:
-        """A pause at a line end: wait for a suggestion (or for none to come), and time it."""
+    async def _pause(self, pilot, editor: CodeEditor, at: float, had: bool = False) -> None:
+        """A pause at a line end: wait for a suggestion (or for none to come), and time it.
+        `had`: the key before it typed through a shown suggestion (nothing new to time). A new
+        suggestion may be on screen already: the watch saw when it came."""
         self.tally.pauses += 1
-        had = bool(editor.ghost_text)
         complete_at = await self._settle(pilot, editor,
                                          least_s=self.opts.line_pause_s - (time.monotonic() - at))
         if had or not editor.ghost_text:
