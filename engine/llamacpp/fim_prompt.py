@@ -40,10 +40,19 @@ class FimPrompt:
 
 SNIPPET = "\n\n--- snippet ---\n\n"  # between chunks for a model without a file separator token
 WARM_TAIL = 16  # prefix tokens near the cursor left out of a prewarm (typing changes them)
+CUT_STEP = 256  # a prefix too long for the budget loses its start in steps of this many tokens
 
 
 def _cut_start(tokens: list[int], n: int) -> list[int]:
-    return tokens[-n:] if n > 0 else []
+    """At most the last `n` tokens, cut at a multiple of CUT_STEP from the start: cutting to
+    exactly `n` would move the prompt's start with every typed token, and the KV cache (a prefix
+    cache) would have to read the whole prompt again at every keystroke."""
+    if n <= 0:
+        return []
+    excess = len(tokens) - n
+    if excess <= 0:
+        return tokens
+    return tokens[-(-excess // CUT_STEP) * CUT_STEP:]
 
 
 def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int) -> FimPrompt:

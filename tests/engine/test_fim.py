@@ -191,3 +191,21 @@ def test_a_completion_cut_before_any_text_is_not_worth_caching():
     assert worth_caching("eos", "")
     assert not worth_caching("error", "partial")
     assert not worth_caching("cancelled", "x")
+
+
+@pytest.mark.parametrize("fim", [True, False])
+def test_a_prefix_over_budget_keeps_its_start_while_the_user_types(models, fim):
+    """Cut to exactly the budget, the prompt's first token would move with every typed token and
+    the KV cache would be read again in full at each keystroke: the cut moves in steps."""
+    m = Model.load(ModelSettings(path=models.fim if fim else models.demo, ctx=512))
+    try:
+        body = "".join(f"value_{i} = compute({i}, scale=2)\n" for i in range(300))
+        prompts = [build_fim_prompt(m, CompletionRequest(prefix=body + typed, suffix="\nend\n"), 64).tokens
+                   for typed in ("total = ", "total = value_1 + ", "total = value_1 + value_2 * ")]
+        assert all(len(p) <= m.n_ctx - 64 for p in prompts)
+        head = prompts[0][:64]
+        assert all(p[:64] == head for p in prompts)  # one start: the cache keeps it
+        text = m.detokenize(prompts[-1])
+        assert "value_299 = compute(299" in text and "value_0 = " not in text  # the end is kept
+    finally:
+        m.close()

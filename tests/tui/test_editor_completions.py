@@ -182,3 +182,21 @@ async def test_opening_a_file_warms_its_head_so_the_first_suggestion_reads_littl
         stats = events[-1].stats
         assert stats.prompt_tokens > 300
         assert stats.prompt_tokens_decoded <= 16, stats.to_dict()
+
+
+async def test_the_prefix_window_of_a_long_file_keeps_its_start_line_after_line(tmp_path, settings_for, env):
+    """Past PREFIX_ROWS, a window moved one row per new line would change the prompt's start at
+    every line: the model would read it all again. The start moves in PREFIX_STEP steps."""
+    from specterm.tui.widgets.editor import PREFIX_ROWS, PREFIX_STEP
+
+    text = "".join(f"v{i} = {i}\n" for i in range(1000))
+    (tmp_path / "long.py").write_text(text)
+    app = make_app(settings_for(tmp_path), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)):
+        editor = app.active_editor
+        row = PREFIX_ROWS + PREFIX_STEP + 10
+        prefixes = [editor.prefix_suffix((r, 0))[0] for r in range(row, row + PREFIX_STEP // 2)]
+        first_lines = {p.split("\n", 1)[0] for p in prefixes}
+        assert len(first_lines) == 1, first_lines  # one start for these lines
+        assert all(p.count("\n") >= PREFIX_ROWS - PREFIX_STEP for p in prefixes)  # enough context
+        assert editor.prefix_suffix((10, 0))[0].startswith("v0 = 0")  # near the top: from the top
