@@ -19,10 +19,13 @@ import random
 import shutil
 import tempfile
 import time
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from textual import events
+from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.message import Message
 
 from specterm.engine import Finished
@@ -38,6 +41,7 @@ REGION_LINES = 4
 TYPING_SHARE = 0.5  # of the budget: typing; the rest is pauses and waiting for suggestions
 HEADLESS_REQUESTS = 40  # requests re-run headless for the tokens/s comparison
 MIN_TOKENS = 4  # shorter requests say little about a rate
+KEY_WAIT_S = 1.0  # the longest a key's effect is waited for
 
 
 class ReplayError(Exception):
@@ -125,17 +129,24 @@ class _Watch:
     def __init__(self, tally: _Tally) -> None:
         self.tally = tally
         self.keys: deque[float] = deque([0.0], maxlen=256)  # when each key was pressed
-        self.typed = ""  # the latest text keys put before the cursor (typed or accepted)
+        # (pressed, handled) per key: a key is on its way between the two
+        self.spans: deque[list[float]] = deque(maxlen=256)
         self.shown = ""
         self.shown_at = 0.0
+        self.shown_edits = 0
         self.first_text_at: float | None = None
         self.seen: deque[Message] = deque(maxlen=64)
 
-    def key(self, typed: str = "") -> float:
+    def key(self) -> float:
         self.keys.append(time.monotonic())
-        self.typed = (self.typed + typed)[-256:]
+        self.spans.append([self.keys[-1], math.inf])
         self.first_text_at = None
         return self.keys[-1]
+
+    def handled(self) -> None:
+        """The latest key has been handled by the editor."""
+        if self.spans:
+            self.spans[-1][1] = time.monotonic()
 
     def __call__(self, message: Message) -> None:
         """Called at every widget a message reaches (it bubbles): only its first arrival counts."""
@@ -143,22 +154,31 @@ class _Watch:
             return
         self.seen.append(message)
         text, at = message.text, message.at  # drawn at `at`, handled now
-        edited = any(self.shown_at < k <= at for k in self.keys)
-        # A suggestion drawn while a key was on its way and then shortened by what that key typed
-        # (typing through it) looks the same on screen: not a vanish.
-        head = self.shown[: len(self.shown) - len(text)]
-        edited = edited or bool(head and self.shown.endswith(text) and self.typed.endswith(head))
+        # Changed by the user: the text was edited since the last drawing, or a key (a move,
+        # Escape) was pressed or on its way in between.
+        edited = message.edits != self.shown_edits or any(
+            sent <= at and done >= self.shown_at for sent, done in self.spans)
         if self.shown and not edited and not text.startswith(self.shown):
             self.tally.vanished += 1
             if len(self.tally.vanished_examples) < 5:
                 self.tally.vanished_examples.append(f"{self.shown!r} -> {text!r}")
         if text and self.first_text_at is None and at >= self.keys[-1]:
             self.first_text_at = at
-        self.shown, self.shown_at = text, at
+        self.shown, self.shown_at, self.shown_edits = text, at, message.edits
 
 
 def _key_for(ch: str) -> str:
     return {"\n": "enter", "\t": "tab", " ": "space"}.get(ch, ch)
+
+
+def _key_event(key: str) -> events.Key:
+    """The Key event a terminal sends for `key` (a character or a key name), as Pilot makes it."""
+    name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
+    try:
+        char: str | None = unicodedata.lookup(_get_unicode_name_from_key(REPLACED_KEYS.get(name, name)))
+    except KeyError:
+        char = key if len(key) == 1 else None
+    return events.Key(name, char)
 
 
 class Replay:
@@ -210,32 +230,52 @@ class Replay:
         before = self.text[:offset]
         return before.count("\n"), len(before) - (before.rfind("\n") + 1)
 
-    async def _press(self, pilot, key: str, typed: str = "") -> float:
-        at = self.watch.key(typed)
-        await pilot.press(key)
+    async def _press(self, pilot, key: str) -> float:
+        """Press `key` as a person does: send it and go on once the editor shows its effect (an
+        edit; Escape: no suggestion), at most KEY_WAIT_S. (Pilot.press also waits until the whole
+        process is idle, which with the engine writing a suggestion in-process means until it has
+        finished: typing would stall behind every suggestion, and times measured from keys would
+        grow by as much. Keys bound to actions, such as accepting a word, take effect only once the
+        event has bubbled up to the app, so "the editor has handled it" is not enough.)"""
+        app = pilot.app
+        editor = app.active_editor
+        edits = editor.edits if editor is not None else 0
+        at = self.watch.key()
+        app.post_message(_key_event(key))
+        deadline = at + KEY_WAIT_S
+        while time.monotonic() < deadline and editor is not None:
+            if editor.edits > edits if key != "escape" else not editor.ghost_text:
+                break
+            await asyncio.sleep(0.002)
+        self.watch.handled()
         return at
 
     async def _type_region(self, pilot, editor: CodeEditor, region: Region) -> None:
         gap = 1.0 / self.opts.cps
         at = self.watch.key()
         editor.move_cursor(self._location(region.start))
+        self.watch.handled()
         await self._pause(pilot, editor, at)
         i = region.start
         while i < region.end:
             want = self.text[i:region.end]
             ghost = editor.ghost_text
-            if ghost and want.startswith(ghost):
+            # What a key takes is what is on screen when it arrives: while the suggestion still
+            # streams, it may have grown by then, so Tab waits for its end and a word must be
+            # followed by more text (complete).
+            streaming = editor.completion_pending
+            if ghost and want.startswith(ghost) and not streaming:
                 i += await self._accept(pilot, editor, "tab", ghost)
                 continue
             word = next_word(ghost) if ghost else ""
-            if word.strip() and want.startswith(word):
+            if word.strip() and want.startswith(word) and (len(word) < len(ghost) or not streaming):
                 i += await self._accept(pilot, editor, "ctrl+right", word)
                 continue
             ch = want[0]
             if ch == "\t" and editor.ghost_text:
                 await self._press(pilot, "escape")  # Tab would accept the suggestion
             through = editor.ghost_text.startswith(ch)  # the key types through the suggestion
-            at = await self._press(pilot, _key_for(ch), ch)
+            at = await self._press(pilot, _key_for(ch))
             self.tally.typed += 1
             i += 1
             if ch == "\n":
@@ -261,7 +301,7 @@ class Replay:
 
     async def _accept(self, pilot, editor: CodeEditor, key: str, piece: str) -> int:
         whole = piece == editor.ghost_text  # Tab, or the last word of it: all of it is taken
-        at = await self._press(pilot, key, piece)
+        at = await self._press(pilot, key)
         self.tally.accepted_chars += len(piece)
         if key != "tab":
             self.tally.word_accepts += 1

@@ -121,13 +121,15 @@ class CodeEditor(TextArea):
 
     class GhostChanged(Message):
         """The visible ghost text changed (tests and the replay bench listen); `at` is when it was
-        drawn (time.monotonic()), the message may be handled later."""
+        drawn (time.monotonic()), the message may be handled later; `edits` is the editor's edit
+        count then (a change of it means the text changed: a shorter ghost is no vanish)."""
 
         def __init__(self, editor: "CodeEditor", text: str) -> None:
             super().__init__()
             self.editor = editor
             self.text = text
             self.at = time.monotonic()
+            self.edits = editor.edits
 
     def __init__(
         self,
@@ -150,6 +152,7 @@ class CodeEditor(TextArea):
         self._ghost_marker = ""  # "1/3" drawn after a suggestion that has alternatives
         self._editing = False
         self._debounce: Timer | None = None
+        self.edits = 0  # edits made so far (GhostChanged carries it)
         self._redraw: Timer | None = None
         self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
         self._keystroke_at = time.monotonic()  # the latest edit or cursor move
@@ -419,6 +422,7 @@ class CodeEditor(TextArea):
         )
         # Enter (a line break and its indentation): people pause at a line end, ask at once.
         self._keystroke(line_break="\n" in edit.text and not edit.text.strip(" \t\r\n"))
+        self.edits += 1
         self._editing = True
         self._current_edit = edit
         try:
