@@ -4,9 +4,10 @@ measures what its completions are worth.
 The app (Textual's run_test/Pilot, the engine the settings choose) opens a copy of FILE with some
 regions blanked out (`--full`: all of it) and types each region back at a human pace (`--cps`
 characters a second, a pause at every line end). A simulated user presses Tab when the shown
-suggestion is what the file says next, ctrl+right when only its first word is. Time is measured
-from the keystroke; a suggestion taken whole (Tab, or word by word to its end) is an accept, and
-the time to the next suggestion after it is `after_accept_ms`. After the typing, the same requests
+suggestion is what the file says next, End when its first line is, ctrl+right when only its
+first word is. Time is measured from the keystroke; a suggestion taken whole (Tab, or line by line
+or word by word to its end) is an accept, and the time to the next suggestion after it is
+`after_accept_ms`. After the typing, the same requests
 run again with the UI idle, to compare in-app tokens/s with the engine's own.
 """
 
@@ -33,7 +34,7 @@ from specterm.engine import Finished
 from .app import SpectermApp
 from .config import Settings
 from .widgets.editor import CodeEditor
-from .widgets.ghost import next_word
+from .widgets.ghost import next_line, next_word
 
 DEFAULT_CPS = 8.0
 BUDGET_S = 300.0  # a 25 KB file's default replay finishes within this
@@ -118,6 +119,7 @@ class _Tally:
     accepted_chars: int = 0
     accepted: int = 0  # full accepts (Tab)
     word_accepts: int = 0
+    line_accepts: int = 0
     vanished: int = 0
     vanished_examples: list[str] = field(default_factory=list)
 
@@ -267,6 +269,11 @@ class Replay:
             if ghost and want.startswith(ghost) and not streaming:
                 i += await self._accept(pilot, editor, "tab", ghost)
                 continue
+            line = next_line(ghost) if ghost else ""
+            if (line.strip() and line != ghost and want.startswith(line)
+                    and (len(line) < len(ghost) or not streaming)):
+                i += await self._accept(pilot, editor, "end", line)
+                continue
             word = next_word(ghost) if ghost else ""
             if word.strip() and want.startswith(word) and (len(word) < len(ghost) or not streaming):
                 i += await self._accept(pilot, editor, "ctrl+right", word)
@@ -303,7 +310,9 @@ class Replay:
         whole = piece == editor.ghost_text  # Tab, or the last word of it: all of it is taken
         at = await self._press(pilot, key)
         self.tally.accepted_chars += len(piece)
-        if key != "tab":
+        if key == "end":
+            self.tally.line_accepts += 1
+        elif key != "tab":
             self.tally.word_accepts += 1
         if whole:
             self.tally.accepted += 1
@@ -395,6 +404,7 @@ class Replay:
             "suggestions_shown": sum(r.shown for r in records),
             "suggestions_accepted": t.accepted,
             "word_accepts": t.word_accepts,
+            "line_accepts": t.line_accepts,
             "requests": sum(not r.prefetch for r in records),
             "prefetches": sum(r.prefetch for r in records),
             "wasted_tokens": wasted,

@@ -467,7 +467,7 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"next suggestion after accept    {ms('after_accept_ms')}; {d['accepts_without_next']} accept(s) with none",
         f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
         f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
-        f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['word_accepts']} word accepts",
+        f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
         f"requests                        {d['requests']} asked, {d['prefetches']} prefetched; {d['wasted_tokens']} tokens never shown",
         f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} against {d['headless_tokens_per_s']:.1f} with the UI idle "
         f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests)",
