@@ -7,8 +7,8 @@ characters a second, a pause at every line end). A simulated user presses Tab wh
 suggestion is what the file says next, End when its first line is, ctrl+right when only its
 first word is. Time is measured from the keystroke; a suggestion taken whole (Tab, or line by line
 or word by word to its end) is an accept, and the time to the next suggestion after it is
-`after_accept_ms`. After the typing, the same requests
-run again with the UI idle, to compare in-app tokens/s with the engine's own.
+`after_accept_ms`. After the typing, the same requests run again with the UI idle, to compare
+in-app tokens/s with the engine's own.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class _Tally:
     accepts_without_next: int = 0
     typed: int = 0
     accepted_chars: int = 0
-    accepted: int = 0  # full accepts (Tab)
+    accepted: int = 0  # whole accepts (Tab, or line by line or word by word to its end)
     word_accepts: int = 0
     line_accepts: int = 0
     vanished: int = 0
@@ -130,25 +130,27 @@ class _Watch:
 
     def __init__(self, tally: _Tally) -> None:
         self.tally = tally
-        self.keys: deque[float] = deque([0.0], maxlen=256)  # when each key was pressed
         # (pressed, handled) per key: a key is on its way between the two
-        self.spans: deque[list[float]] = deque(maxlen=256)
+        self.spans: deque[list[float]] = deque([[0.0, 0.0]], maxlen=256)
         self.shown = ""
         self.shown_at = 0.0
         self.shown_edits = 0
         self.first_text_at: float | None = None
         self.seen: deque[Message] = deque(maxlen=64)
 
+    @property
+    def last_key(self) -> float:
+        """When the latest key was pressed."""
+        return self.spans[-1][0]
+
     def key(self) -> float:
-        self.keys.append(time.monotonic())
-        self.spans.append([self.keys[-1], math.inf])
+        self.spans.append([time.monotonic(), math.inf])
         self.first_text_at = None
-        return self.keys[-1]
+        return self.last_key
 
     def handled(self) -> None:
         """The latest key has been handled by the editor."""
-        if self.spans:
-            self.spans[-1][1] = time.monotonic()
+        self.spans[-1][1] = time.monotonic()
 
     def __call__(self, message: Message) -> None:
         """Called at every widget a message reaches (it bubbles): only its first arrival counts."""
@@ -164,7 +166,7 @@ class _Watch:
             self.tally.vanished += 1
             if len(self.tally.vanished_examples) < 5:
                 self.tally.vanished_examples.append(f"{self.shown!r} -> {text!r}")
-        if text and self.first_text_at is None and at >= self.keys[-1]:
+        if text and self.first_text_at is None and at >= self.last_key:
             self.first_text_at = at
         self.shown, self.shown_at, self.shown_edits = text, at, message.edits
 
@@ -289,7 +291,7 @@ class Replay:
                 i += await self._fix_indent(pilot, editor, i, region.end)
             line_end = i >= region.end or self.text[i - 1] == "\n"
             if line_end:  # timed from the last key (indentation fixed after Enter included)
-                last = self.watch.keys[-1]
+                last = self.watch.last_key
                 await self._pause(pilot, editor, last, through and last == at)
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
