@@ -206,7 +206,7 @@ class SpectermApp(App[int]):
     async def _start_engine(self) -> None:
         sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
         try:
-            engine = self.engine = make_engine(self.settings, on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
+            engine = self.engine = make_engine(self.settings, ui=True, on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
             await engine.start()
         except (EngineError, ConfigError) as err:
             self.status_model.state = "error"

@@ -69,6 +69,7 @@ class ModelConfig:
     draft_gpu_layers: int
     ctx: int
     threads: int
+    threads_batch: int
     batch: int
     ubatch: int
     flash_attn: bool
@@ -187,6 +188,7 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "model.draft_gpu_layers": _at_least(-1),
     "model.ctx": _at_least(16),
     "model.threads": _at_least(0),
+    "model.threads_batch": _at_least(0),
     "model.batch": _at_least(1),
     "model.ubatch": _at_least(1),
     "speculative.draft_max": _at_least(0),
@@ -266,14 +268,17 @@ class Settings:
             return demo_model_path()
         return self.model.target
 
-    def engine_settings(self) -> EngineSettings:
-        """The engine's view: model files and numbers, nothing about files or the environment."""
+    def engine_settings(self, *, spare_cores: int = 0) -> EngineSettings:
+        """The engine's view: model files and numbers, nothing about files or the environment.
+        `spare_cores`: with `threads = 0`, cores the decoder leaves to the caller (the app's UI)."""
         m = self.model
         target = ModelSettings(
             path=m.target,  # "demo" stays the sentinel: the engine resolves it and knows it is a demo
             gpu_layers=m.gpu_layers,
             ctx=m.ctx,
             threads=m.threads,
+            threads_batch=m.threads_batch,
+            spare_cores=spare_cores,
             batch=m.batch,
             ubatch=m.ubatch,
             flash_attn=m.flash_attn,

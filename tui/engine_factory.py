@@ -22,12 +22,18 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[str, float], None]
 
 
-def make_engine(settings: Settings, *, on_progress: ProgressFn | None = None) -> "Engine":
+UI_CORES = 1  # what the app's UI thread needs while a suggestion streams (typing, drawing)
+
+
+def make_engine(settings: Settings, *, on_progress: ProgressFn | None = None, ui: bool = False) -> "Engine":
     """The engine the configuration asks for (not started). An unusable server URL raises
-    EngineError here, before anything connects."""
+    EngineError here, before anything connects. `ui`: the engine runs beside the app's UI, whose
+    thread then gets a core of its own (`[model] threads = 0`)."""
     if settings.engine.backend == "openai":
         return make_remote_engine(settings)
-    return make_local_engine(settings, on_progress=on_progress)
+    spare = UI_CORES if ui else 0
+    return make_local_engine(settings, on_progress=on_progress,
+                             engine_settings=settings.engine_settings(spare_cores=spare))
 
 
 def make_local_engine(

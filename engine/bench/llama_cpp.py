@@ -124,8 +124,9 @@ class Server:
 def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], list[str], str]:
     """(common, speculative-only) llama-server flags for this pair, and a description."""
     t = settings.target
-    threads = t.threads or max(1, os.cpu_count() or 2)
-    common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(threads),
+    cores = max(1, os.cpu_count() or 2)
+    threads = t.threads or max(1, cores - t.spare_cores)  # as engine/llamacpp/model.py
+    common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(t.threads_batch or cores),
               "-ngl", str(t.gpu_layers if t.gpu_layers >= 0 else 999), "--no-warmup"]
     sp = settings.speculative
     if settings.draft.kind == "model" and settings.draft.model is not None:

@@ -170,9 +170,9 @@ class Model:
         cparams.n_batch = min(settings.batch, n_ctx)
         cparams.n_ubatch = min(settings.ubatch, cparams.n_batch)
         cparams.n_seq_max = 1
-        threads = settings.threads or max(1, (os.cpu_count() or 2))
-        cparams.n_threads = threads
-        cparams.n_threads_batch = threads
+        cores = os.cpu_count() or 2
+        cparams.n_threads = settings.threads or max(1, cores - settings.spare_cores)
+        cparams.n_threads_batch = settings.threads_batch or cores
         cparams.flash_attn_type = 1 if settings.flash_attn else 0
         kv = _KV_TYPES.get(settings.kv_type)
         if kv is None:
@@ -258,6 +258,11 @@ class Model:
             buf = ctypes.create_string_buffer(n + 1)
             lc.llama_model_meta_val_str(self._model, key.encode(), buf, n + 1)
         return buf.value.decode("utf-8", errors="replace")
+
+    @property
+    def threads(self) -> tuple[int, int]:
+        """(one-token decoding, batches) threads of this context, as llama.cpp reports them."""
+        return int(lc.llama_n_threads(self._ctx)), int(lc.llama_n_threads_batch(self._ctx))
 
     @property
     def arch(self) -> str:

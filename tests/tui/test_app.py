@@ -383,3 +383,11 @@ async def test_an_unusable_model_is_a_notice_and_the_editor_still_works(project,
         await pilot.press("x")
         assert app.active_editor.text.startswith("x")
         assert app.active_editor.ghost_text == ""
+
+
+async def test_the_engine_leaves_the_ui_a_core_for_one_token_decodes_only(project, settings_for, env):
+    app = make_app(settings_for(project), project / "adders.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        cores = os.cpu_count() or 2
+        assert app.engine.target.threads == (max(1, cores - 1), cores)

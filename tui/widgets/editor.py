@@ -682,7 +682,8 @@ class CodeEditor(TextArea):
         else:
             self._ghost_lines = []
             self._ghost_moves_tail = False
-        self._line_cache.clear()
+        # (TextArea's line cache stays: rows are cached by document row, the suggestion is drawn
+        # over them, and _refresh_size clears it when the width changes)
         new_extra = max(0, len(self._ghost_lines) - 1)
         if new_extra != old_extra:  # rows below move: redraw all of it
             self._refresh_size()
@@ -698,12 +699,27 @@ class CodeEditor(TextArea):
         self.post_message(self.GhostChanged(self, visible))
 
     def _refresh_size(self) -> None:
-        super()._refresh_size()
-        extra = max(0, len(getattr(self, "_ghost_lines", ())) - 1)
-        if extra:
-            width, height = self.virtual_size
-            widest = max(line.cell_len for line in self._ghost_lines) + self.gutter_width + 1
-            self.virtual_size = Size(max(width, widest), height + extra)
+        """The scrollable size: the document's, plus the rows of a multi-line suggestion. It is
+        set once per call (a changed virtual size costs a layout pass, which re-arranges and
+        repaints the whole screen), and its width never drops below the view's (less room for a
+        vertical scrollbar): typing or a growing suggestion in a line that fits the view changes
+        no size, so a keystroke or a streamed token repaints lines, not the screen."""
+        if self.soft_wrap:
+            width, height = 0, self.wrapped_document.height
+        else:
+            # (as TextArea: +1 column for the cursor resting at the end of the line)
+            width, height = self.document.get_size(self.indent_width)
+            width += self.gutter_width + 1
+            room = self.scrollable_content_region.width - self.styles.scrollbar_size_vertical
+            width = max(width, room)
+        lines = getattr(self, "_ghost_lines", ())
+        if len(lines) > 1:
+            width = max(width, max(line.cell_len for line in lines) + self.gutter_width + 1)
+            height += len(lines) - 1
+        if width != self.virtual_size.width:
+            self._line_cache.clear()  # rendered lines are as wide as the virtual size
+        self.virtual_size = Size(width, height)
+        self._refresh_scrollbars()
 
     def get_target_document_location(self, event: events.MouseEvent) -> tuple[int, int]:
         extra = max(0, len(self._ghost_lines) - 1)

@@ -107,7 +107,9 @@ class StatusBar(Static):
         if self._dirty or self._info_shown != self.model.show_info:  # (toggled elsewhere: F9, i)
             self._dirty = False
             self._info_shown = self.model.show_info
-            self.update(self.render_status())
+            # One row of fixed size: a new text never needs a layout pass (Static.update asks for
+            # one by default, which re-arranges and repaints the whole screen four times a second).
+            self.update(self.render_status(), layout=False)
 
     @staticmethod
     def figure(name: str, stats: Stats | None) -> float | None:
