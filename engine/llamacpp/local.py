@@ -46,7 +46,7 @@ from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
 
 ProgressFn = Callable[[str, float], None]
-PREWARM_PIECE = 64  # tokens per decode while prewarming: a stop waits for one piece at most
+PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for one piece at most (~0.15 s on one thread)
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
@@ -109,6 +109,7 @@ class LocalEngine:
         self._running: _Job | None = None
         self._waiting: list[_Job] = []
         self._cancels = 0  # counts cancel() calls: a prewarm stops at the next one
+        self._prewarms = 0  # counts prewarm() calls: a newer prewarm stops an older one
         self._thread: threading.Thread | None = None
         self._closing = False  # close() began: new requests are refused, not run on freed models
         self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
@@ -233,30 +234,40 @@ class LocalEngine:
 
     async def prewarm(self, request: Request) -> None:
         """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
-        yields to any request that arrives meanwhile and stops at `cancel()`, between pieces of
-        PREWARM_PIECE tokens (idle work must not hold both cores while the user types)."""
+        yields to any request that arrives meanwhile and stops at `cancel()` or a newer prewarm,
+        between pieces of PREWARM_PIECE tokens."""
         if isinstance(request, CompletionRequest) and self.decoder is not None:
-            cancels = self._cancels
-            self._jobs.put(lambda: self.prewarm_sync(request, cancels))
+            self._prewarms += 1
+            cancels, number = self._cancels, self._prewarms
+            self._jobs.put(lambda: self.prewarm_sync(request, cancels, number))
 
-    def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None) -> int:
+    def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None,
+                     number: int | None = None) -> int:
         """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded.
-        `cancels`: the cancel() count when it was asked for (a cancel since stops it)."""
+        `cancels`, `number`: the cancel() and prewarm() counts when it was asked for (a cancel
+        or a newer prewarm since stops it). Idle work runs on the one-token threads only: the
+        cores the engine leaves spare (the app's UI) stay free while the user types."""
         if self.decoder is None or self.target is None:
             return 0
         cancels = self._cancels if cancels is None else cancels
+        number = self._prewarms if number is None else number
 
         def stop() -> bool:
-            return bool(self._waiting) or self._cancels != cancels
+            return bool(self._waiting) or self._cancels != cancels or self._prewarms != number
 
         if stop():
             return 0
-        fp = build_fim_prompt(self.target, request, request.max_tokens)
+        target = self.target
+        fp = build_fim_prompt(target, request, request.max_tokens)
+        decode, batch = target.threads
+        target.set_threads(decode, decode)
         try:
             return self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop, piece=PREWARM_PIECE)
         except EngineError:
             self.decoder.forget()  # best effort: the next request decodes everything
             return 0
+        finally:
+            target.set_threads(decode, batch)
 
     def session_stats(self) -> Stats:
         with self._lock:

@@ -264,6 +264,10 @@ class Model:
         """(one-token decoding, batches) threads of this context, as llama.cpp reports them."""
         return int(lc.llama_n_threads(self._ctx)), int(lc.llama_n_threads_batch(self._ctx))
 
+    def set_threads(self, decode: int, batch: int) -> None:
+        """Change the threads of this context from now on (llama_set_n_threads)."""
+        lc.llama_set_n_threads(self._ctx, decode, batch)
+
     @property
     def arch(self) -> str:
         return self.meta("general.architecture") or "unknown"

@@ -200,3 +200,32 @@ async def test_the_prefix_window_of_a_long_file_keeps_its_start_line_after_line(
         assert len(first_lines) == 1, first_lines  # one start for these lines
         assert all(p.count("\n") >= PREFIX_ROWS - PREFIX_STEP for p in prefixes)  # enough context
         assert editor.prefix_suffix((10, 0))[0].startswith("v0 = 0")  # near the top: from the top
+
+
+async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path, settings_for, env):
+    """After a jump past what the KV cache holds, the prompt's start is read while the user types
+    (on the threads the engine leaves the UI free of), not at the pause that asks for a
+    suggestion; idle work then gives the batch threads back."""
+    import os
+
+    from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
+
+    text = "".join(f"v{i} = {i}\n" for i in range(700))
+    (tmp_path / "long.py").write_text(text)
+    # The pause is long (10 s): no request is made while the test watches the prewarm.
+    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 10000}), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        editor.move_cursor((650, 0))  # its prompt starts at row 300: nothing of it is cached
+        await pilot.pause(1.2)  # (a key right after the move would be typing speed: a short pause)
+        await pilot.press("x")
+        prefix, suffix = editor.prefix_suffix()
+        request = app.completer.build_request(prefix, suffix, str(editor.path))
+        fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
+        want = fp.tokens[: fp.warm]
+        assert len(want) > 300
+        await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=90)
+        assert user_requests(app) == 0  # the prewarm, not a request, read it
+        cores = os.cpu_count() or 2
+        assert app.engine.target.threads == (max(1, cores - 1), cores)

@@ -71,7 +71,6 @@ class Completer:
         self.event_sink = event_sink
         self.context_files = context_files
         self.blocked_by: str | None = None  # e.g. "chat": automatic completions wait
-        self.prewarming = False  # a prewarm was asked for since the last edit
         self.log = SuggestionLog()  # every request's timings and figures (info line, replay bench)
         self.prefetch: Prefetch | None = None  # the next suggestion, computed ahead
         self._active: int | None = None
@@ -127,7 +126,6 @@ class Completer:
         if engine is None:
             return
         self._active = request_id
-        self.prewarming = False  # the engine stops a prewarm for any request
         probe = asyncio.ensure_future(probe_lag(record)) if record is not None else None
         try:
             async for event in engine.stream(request):
@@ -161,15 +159,7 @@ class Completer:
     async def prewarm(self, request: CompletionRequest) -> None:
         """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""
         if self.engine is not None and self._active is None and self.blocked_by is None:
-            self.prewarming = True
             await self.engine.prewarm(request)
-
-    async def stop_prewarm(self) -> None:
-        """The user is typing: idle work stops (never while a chat answer runs: the engine's
-        cancel would stop that too)."""
-        if self.prewarming and self.engine is not None and self.blocked_by is None:
-            self.prewarming = False
-            await self.engine.cancel()
 
     async def cancel(self, request_id: int) -> None:
         """Cancel the completion `request_id` if it is the one running. Never while a chat answer
