@@ -3,6 +3,7 @@ environment; it builds these objects and hands them over."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,6 +32,10 @@ class ModelSettings:
     mmap: bool = True
     mlock: bool = False
 
+    def thread_counts(self) -> tuple[int, int]:
+        """(one-token, batch) threads this model runs with, `threads` / `threads_batch` resolved."""
+        cores = max(1, os.cpu_count() or 2)
+        return self.threads or max(1, cores - self.spare_cores), self.threads_batch or cores
 
 @dataclass(frozen=True)
 class DraftSettings:

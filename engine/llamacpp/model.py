@@ -170,9 +170,7 @@ class Model:
         cparams.n_batch = min(settings.batch, n_ctx)
         cparams.n_ubatch = min(settings.ubatch, cparams.n_batch)
         cparams.n_seq_max = 1
-        cores = os.cpu_count() or 2
-        cparams.n_threads = settings.threads or max(1, cores - settings.spare_cores)
-        cparams.n_threads_batch = settings.threads_batch or cores
+        cparams.n_threads, cparams.n_threads_batch = settings.thread_counts()
         cparams.flash_attn_type = 1 if settings.flash_attn else 0
         kv = _KV_TYPES.get(settings.kv_type)
         if kv is None:
