@@ -124,9 +124,8 @@ class Server:
 def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], list[str], str]:
     """(common, speculative-only) llama-server flags for this pair, and a description."""
     t = settings.target
-    cores = max(1, os.cpu_count() or 2)
-    threads = t.threads or max(1, cores - t.spare_cores)  # as engine/llamacpp/model.py
-    common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(t.threads_batch or cores),
+    threads, threads_batch = t.thread_counts()
+    common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(threads_batch),
               "-ngl", str(t.gpu_layers if t.gpu_layers >= 0 else 999), "--no-warmup"]
     sp = settings.speculative
     if settings.draft.kind == "model" and settings.draft.model is not None:
@@ -210,10 +209,10 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
             s_tps = _pooled_tps(spec_runs)
             drafted = sum(t.drafted for t in spec_runs)
             accepted = sum(t.accepted for t in spec_runs)
-            speedup = s_tps / p_tps if p_tps and s_tps else None
+            speedup = _r(s_tps / p_tps) if p_tps and s_tps else None  # (the ratio uses the figure shown)
             mine = specterm_speedups.get(name)
             rows.append({"name": name, "kind": kind, "tokens": n_predict, "plain_tps": _r(p_tps),
-                         "spec_tps": _r(s_tps), "speedup": _r(speedup),
+                         "spec_tps": _r(s_tps), "speedup": speedup,
                          "acceptance": _r(accepted / drafted) if drafted else None,
                          "num_draft_tokens": drafted, "num_accepted_tokens": accepted,
                          "specterm_speedup": mine,
