@@ -210,10 +210,11 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
 
     from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
 
-    text = "".join(f"v{i} = {i}\n" for i in range(700))
+    text = "".join(f"{i}\n" for i in range(700))  # short rows: a prompt of ~1,000 tokens at row 650
     (tmp_path / "long.py").write_text(text)
-    # The pause is long (10 s): no request is made while the test watches the prewarm.
-    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 10000}), tmp_path / "long.py", env)
+    # The pause is long (60 s): no request is made while the test watches the prewarm, which reads
+    # on one thread and takes ~5 s here, far longer on a loaded CI machine.
+    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 60000}), tmp_path / "long.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         editor = app.active_editor
@@ -225,7 +226,7 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
         fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
         want = fp.tokens[: fp.warm]
         assert len(want) > 300
-        await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=90)
+        await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         cores = os.cpu_count() or 2
         assert app.engine.target.threads == (max(1, cores - 1), cores)
