@@ -33,10 +33,12 @@ class Engine(Protocol):
         """Let a session drafter index text the session saw (an opened file, an answer); a no-op
         for engines without one. Indexing runs on the engine's worker, never on the caller."""
 
-    async def prewarm(self, request: Request) -> None:
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
         """While idle, decode the start of the prompt `request` would have (the extra context and
         the prefix but its end) into the KV cache, so the next request there decodes only the
-        rest. Best effort and low priority: any request stops it; a no-op where unsupported."""
+        rest. Best effort and low priority: any request stops it; a no-op where unsupported.
+        `urgent`: a request there is coming soon (the cursor just moved there), so read with
+        every core a request would use, not only the cores left while the user types."""
 
     async def close(self) -> None:
         """Free models and stop the worker."""

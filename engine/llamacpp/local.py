@@ -232,21 +232,23 @@ class LocalEngine:
         tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
         drafter.remember(tokens)
 
-    async def prewarm(self, request: Request) -> None:
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
         """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
         yields to any request that arrives meanwhile and stops at `cancel()` or a newer prewarm,
         between pieces of PREWARM_PIECE tokens."""
         if isinstance(request, CompletionRequest) and self.decoder is not None:
             self._prewarms += 1
             cancels, number = self._cancels, self._prewarms
-            self._jobs.put(lambda: self.prewarm_sync(request, cancels, number))
+            self._jobs.put(lambda: self.prewarm_sync(request, cancels, number, urgent=urgent))
 
     def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None,
-                     number: int | None = None) -> int:
+                     number: int | None = None, *, urgent: bool = False) -> int:
         """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded.
         `cancels`, `number`: the cancel() and prewarm() counts when it was asked for (a cancel
         or a newer prewarm since stops it). Idle work runs on the one-token threads only: the
-        cores the engine leaves spare (the app's UI) stay free while the user types."""
+        cores the engine leaves spare (the app's UI) stay free while the user types. An `urgent`
+        prewarm (the cursor moved there: a request follows within the typing pause) reads with
+        the batch threads, as that request would."""
         if self.decoder is None or self.target is None:
             return 0
         cancels = self._cancels if cancels is None else cancels
@@ -260,7 +262,7 @@ class LocalEngine:
         target = self.target
         fp = build_fim_prompt(target, request, request.max_tokens)
         decode, batch = target.threads
-        target.set_threads(decode, decode)
+        target.set_threads(decode, batch if urgent else decode)
         try:
             return self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop, piece=PREWARM_PIECE)
         except EngineError:

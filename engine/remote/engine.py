@@ -341,9 +341,10 @@ class RemoteEngine:
         text = await self.http.get_text("/metrics")
         return spec_counters(text, model=self.server.model) if text else None
 
-    async def prewarm(self, request: Request) -> None:
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
         """llama-server only, as llama.vim does: /infill with the extra context and n_predict 0,
-        so the server's prompt cache holds it; a no-op for other servers (and on any failure)."""
+        so the server's prompt cache holds it; a no-op for other servers (and on any failure).
+        (`urgent` changes nothing here: the server chooses its own threads.)"""
         if (not isinstance(request, CompletionRequest) or self.server is None
                 or self.server.kind != "llama-server" or self._infill is False):
             return

@@ -202,30 +202,51 @@ async def test_the_prefix_window_of_a_long_file_keeps_its_start_line_after_line(
         assert editor.prefix_suffix((10, 0))[0].startswith("v0 = 0")  # near the top: from the top
 
 
-async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path, settings_for, env):
-    """After a jump past what the KV cache holds, the prompt's start is read while the user types
-    (on the threads the engine leaves the UI free of), not at the pause that asks for a
-    suggestion; idle work then gives the batch threads back."""
-    import os
-
+async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_path, settings_for, env):
+    """After a jump past what the KV cache holds (a click, ctrl+end, a search), the new place's
+    prompt start is read at once, while the typing pause runs, not by the request after it."""
     from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
 
     text = "".join(f"{i}\n" for i in range(700))  # short rows: a prompt of ~1,000 tokens at row 650
     (tmp_path / "long.py").write_text(text)
-    # The pause is long (60 s): no request is made while the test watches the prewarm, which reads
-    # on one thread and takes ~5 s here, far longer on a loaded CI machine.
+    # The pause is long (60 s): no request is made while the test watches the prewarm.
     app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 60000}), tmp_path / "long.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         editor = app.active_editor
         editor.move_cursor((650, 0))  # its prompt starts at row 300: nothing of it is cached
-        await pilot.pause(1.2)  # (a key right after the move would be typing speed: a short pause)
-        await pilot.press("x")
         prefix, suffix = editor.prefix_suffix()
         request = app.completer.build_request(prefix, suffix, str(editor.path))
         fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
         want = fp.tokens[: fp.warm]
         assert len(want) > 300
+        await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
+        assert user_requests(app) == 0  # the prewarm, not a request, read it
+        assert editor.completion_pending  # and the typing pause has not ended
+
+
+async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path, settings_for, env):
+    """While the user types, what was typed is read on the threads the engine leaves the UI free
+    of, not at the pause that asks for a suggestion; idle work then gives the batch threads back."""
+    import os
+
+    from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
+
+    text = "".join(f"{i}\n" for i in range(700))
+    (tmp_path / "long.py").write_text(text)
+    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 60000}), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        editor.move_cursor((650, 0))
+        await wait_for(pilot, lambda: len(app.engine.decoder.cached) > 300, timeout=55)  # the jump's read
+        # ~40 tokens, more than a prewarm leaves out, in one edit: keys pressed by a test come so
+        # fast that the adaptive pause shrinks to its least (0.1 s) and requests would read them.
+        editor.insert(" ".join(str(n) for n in range(20)) + " ")
+        prefix, suffix = editor.prefix_suffix()
+        request = app.completer.build_request(prefix, suffix, str(editor.path))
+        fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
+        want = fp.tokens[: fp.warm]
         await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         cores = os.cpu_count() or 2

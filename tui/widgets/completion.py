@@ -156,10 +156,10 @@ class Completer:
         pre, self.prefetch = self.prefetch, None
         return None if pre is None else pre.request_id
 
-    async def prewarm(self, request: CompletionRequest) -> None:
+    async def prewarm(self, request: CompletionRequest, *, urgent: bool = False) -> None:
         """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""
         if self.engine is not None and self._active is None and self.blocked_by is None:
-            await self.engine.prewarm(request)
+            await self.engine.prewarm(request, urgent=urgent)
 
     async def cancel(self, request_id: int) -> None:
         """Cancel the completion `request_id` if it is the one running. Never while a chat answer

@@ -119,6 +119,14 @@ class CodeEditor(TextArea):
             self.editor = editor
             self.text = text
 
+    class Moved(Message):
+        """The cursor moved without an edit (keys or the mouse): a request there follows the
+        typing pause, so its prompt can be read now (EditorTabs prewarms)."""
+
+        def __init__(self, editor: "CodeEditor") -> None:
+            super().__init__()
+            self.editor = editor
+
     class GhostChanged(Message):
         """The visible ghost text changed (tests and the replay bench listen); `at` is when it was
         drawn (time.monotonic()), the message may be handled later; `edits` is the editor's edit
@@ -464,6 +472,8 @@ class CodeEditor(TextArea):
         self._keystroke()
         self._dismiss(cancel=True)
         self._schedule()
+        if selection.is_empty:
+            self.post_message(self.Moved(self))
 
     def _on_blur(self, event: events.Blur) -> None:
         # The suggestion stays (hidden while unfocused) so the command palette can accept it;
