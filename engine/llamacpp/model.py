@@ -78,6 +78,11 @@ def _recent_errors() -> str:
     return "; ".join(dict.fromkeys(hits[-3:]))
 
 
+# Batch sizes decoded once at load on a GPU (see Model._warm_up): every verify pass up to 16
+# drafted tokens, and the larger shapes of prompt pieces and draft catch-ups.
+GPU_WARM_SIZES = tuple(range(1, 18)) + (32, 64, 128, 256, 512)
+
+
 def gpu_offload_supported() -> bool:
     """True when this llama.cpp build has a GPU backend (CUDA, Metal, Vulkan, ...)."""
     _init_backend()
@@ -201,13 +206,19 @@ class Model:
         return self
 
     def _warm_up(self) -> None:
-        """One throw-away two-token decode, as llama.cpp's own tools do at load: the first decode
-        pages the weights in and allocates the compute buffers, which would otherwise land in the
-        first request's timings (and the adaptive controller's first cost samples)."""
+        """Throw-away decodes, as llama.cpp's own tools do at load: the first decode pages the
+        weights in and allocates the compute buffers, which would otherwise land in the first
+        request's timings (and the adaptive controller's first cost samples). On a GPU every
+        batch shape a verify pass, a draft or a prompt piece uses is decoded once too: its first
+        use loads kernels (CUDA loads them lazily), which took tens of ms where a pass takes
+        ~1.5 ms (H200, demo model); timed as what verifying costs, one such pass made drafting
+        look too dear ever to try again."""
         tok = max(self.bos, 0)
-        if self.n_ctx >= 2 and self.n_batch >= 2:
-            self.decode([tok, tok], 0, logits_from=1)
-            self.clear()
+        sizes = GPU_WARM_SIZES if self.gpu_layers > 0 else (2,)
+        for n in sorted({min(n, self.n_batch, self.n_ctx) for n in sizes}):
+            if n >= 1:
+                self.decode([tok] * n, 0, logits_from=0)
+                self.clear()
 
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a KV cache that cannot fit in RAM: llama.cpp would fail or the OS would kill us.
