@@ -77,9 +77,10 @@ class CostModel:
     def observe_verify(self, n: int, seconds: float) -> None:
         """t_v(n) is a running median: one pass slowed down by another process on a shared
         machine must not make drafting look cheap (t1 inflated) or dear (t_v(k) inflated). The
-        first pass of each batch size > 1 is a warm-up and not counted (as in the bench's cost meter):
-        a backend may set up that shape then (a GPU loads its kernels: 20x a normal pass), and
-        a size drafted rarely would keep that one sample as its cost for good."""
+        first pass of each batch size > 1 is a warm-up and not counted (as in the bench's cost
+        meter): a backend may set that shape up then (a GPU loading its kernels: 20x a normal
+        pass), and a size drafted rarely would keep that one sample as its cost for good, pricing
+        every later probe above a request's budget."""
         recent = self._recent.get(n)
         if recent is None:
             recent = self._recent[n] = deque(maxlen=_WINDOW)
@@ -363,12 +364,8 @@ class DraftController:
             return None
         length = self._probe_length(fit)
         tv = c.t_verify(length + 1, fit)
-        prior = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
-        if tv is None or not c.settled(True):
-            # Until a few batched passes are measured, one slow first pass (a GPU loading the
-            # kernels of a new batch shape: 20x a normal one) is no measure of what a probe
-            # costs; priced at it, no probe would ever fit the budget again to correct it.
-            tv = prior if tv is None else min(tv, prior)
+        if tv is None:
+            tv = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
         extra = tv - t1 + self._draft_cost(length, t1)
         if lag > _STEADY_CATCHUP and not self.draft_is_free:
             extra += c.catchup(lag)

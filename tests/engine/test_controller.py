@@ -425,7 +425,7 @@ def test_one_slow_first_batched_pass_does_not_price_probing_out_for_good():
     takes 1.5 ms. Timed as the first probe's verify pass, that one sample made every later probe
     look dearer than a request's whole probe budget, so a free drafter whose drafts all hold
     never drafted again (GPU bench: 0 drafts on edits where llama.cpp's n-gram lookup gave 1.75x).
-    Until a few batched passes are measured, a probe is priced at most at the prior."""
+    A size's first pass is a warm-up, not its cost."""
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
     first = True
     lengths = []
