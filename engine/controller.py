@@ -73,6 +73,9 @@ class CostModel:
     draft_by_length: dict[int, float] = field(default_factory=dict)
     _recent: dict[int, deque] = field(default_factory=dict, repr=False)
     _recent_draft: dict[int, deque] = field(default_factory=dict, repr=False)
+    # Rows of every verify pass when the loop pads them to one shape (0: not padded): then any
+    # draft of up to shape - 1 tokens costs what a pass of that shape costs.
+    shape: int = 0
 
     def observe_verify(self, n: int, seconds: float) -> None:
         """t_v(n) is a running median: one pass slowed down by another process on a shared
@@ -88,6 +91,12 @@ class CostModel:
                 return
         recent.append(seconds)
         self.verify[n] = statistics.median(recent)
+
+    def seed_verify(self, n: int, seconds: float) -> None:
+        """A steady-state t_v(n) measured outside the loop (repeated passes of one shape at load):
+        a first sample that counts."""
+        self._recent.setdefault(n, deque(maxlen=_WINDOW)).append(seconds)
+        self.verify[n] = statistics.median(self._recent[n])
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
         if tokens > 0:
@@ -137,8 +146,11 @@ class CostModel:
         return tokens * per
 
     def t_verify(self, n: int, fit: tuple[float, float] | None = None) -> float | None:
-        """Measured t_v(n), or the line `fit` (see `line()`) through the measured sizes."""
+        """Measured t_v(n), or the line `fit` (see `line()`) through the measured sizes; with
+        padded passes, what a pass of `shape` rows costs for every n from 2 to `shape`."""
         v = self.verify
+        if self.shape and 1 < n <= self.shape and self.shape in v:
+            return v[self.shape]
         if n in v:
             return v[n]
         if fit is None:
@@ -244,7 +256,7 @@ class DraftController:
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
                 catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None,
-                match: int = 0, free: int = 0) -> None:
+                match: int = 0, free: int = 0, rows: int = 0, same_shape: bool = True) -> None:
         """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
         drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
         _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
@@ -253,7 +265,9 @@ class DraftController:
         `match` the length of the n-gram a free draft followed (0: not a free draft); `free` how
         many leading proposals cost nothing (a hybrid's session guess): the draft model's cost and
         acceptance are learned from the rest alone, and a pass that sent only free tokens is a
-        free pass."""
+        free pass. `rows`: the pass's rows when padded (default drafted + 1); `same_shape`: False when
+        the pass changed a padded shape (a GPU then runs it without its captured graph: not what
+        passes cost while drafting stays on, so its time is not a cost sample)."""
         free = min(max(free, 0), drafted)
         paid = drafted - free
         asked = drafted if asked is None else asked
@@ -280,7 +294,8 @@ class DraftController:
         self._passes += 1
         if self._remaining is not None:
             self._remaining -= accepted + 1
-        c.observe_verify(drafted + 1, verify_s)
+        if same_shape:
+            c.observe_verify(rows or drafted + 1, verify_s)
         if self.draft_is_free or (drafted and not free_pass):
             # A free drafter's figure drifts back to the prior while off (the text may start
             # repeating); a draft model's only moves with its drafts: it is the pair's.

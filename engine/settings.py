@@ -55,6 +55,10 @@ class SpeculativeSettings:
     adaptive: bool = True  # choose the draft length online from measured acceptance and costs
     ngram_min: int = 1  # prompt lookup: shortest n-gram to match
     ngram_max: int = 4  # prompt lookup: longest n-gram to match
+    # "on": while drafting, every verify pass has draft_max + 1 rows (padded), so its shape never
+    # changes; "auto": on when the target runs on a GPU, where llama.cpp replays a CUDA graph
+    # only for repeated shapes (a pass of a new shape costs 4-5 one-token passes there); "off".
+    constant_shape: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -168,6 +169,37 @@ class SpeculativeDecoder:
         self.cached: list[int] = []  # tokens whose KV entries the target holds
         self._heal_index: HealIndex | None = None
         self.set_drafter(drafter)
+        # Rows of every verify pass while drafting (0: each pass has its draft's length + 1).
+        self.pad_rows = self._constant_shape(spec)
+        self._last_rows = 0  # rows of the last target pass (a change of shape is no cost sample)
+        if self.pad_rows:
+            self._calibrate_shape()
+
+    def _constant_shape(self, spec: SpeculativeSettings) -> int:
+        """draft_max + 1 where verify passes keep one shape (SpeculativeSettings.constant_shape)."""
+        on = spec.constant_shape == "on" or (spec.constant_shape == "auto" and self.target.gpu_layers > 0)
+        rows = min(spec.draft_max + 1, self.target.n_batch, self.target.n_ctx - 1)
+        return rows if on and spec.draft_max > 0 and rows > 1 else 0
+
+    def _calibrate_shape(self) -> None:
+        """Seed t1 and t_v(pad_rows) with repeated passes of each shape (the steady state the
+        loop is in while drafting stays on: on a GPU the captured graph replays from the third
+        same-shaped pass). Without it the only samples of a padded pass would be probes, each
+        a change of shape and so never steady."""
+        t, rows = self.target, self.pad_rows
+        tok = max(t.bos, 0)
+        for n in (1, rows):
+            times = []
+            for _ in range(5):
+                t.clear()
+                t0 = time.perf_counter()
+                t.decode([tok] * n, 0, logits_from=0)
+                t.logits_rows(n)
+                times.append(time.perf_counter() - t0)
+            self.controller.costs.seed_verify(n, statistics.median(times[2:]))
+        t.clear()
+        self.cached = []
+        self.controller.costs.shape = rows
 
     def set_drafter(self, drafter: Drafter) -> None:
         """Use `drafter` from the next request on. What verifying costs is the target's and
@@ -177,7 +209,8 @@ class SpeculativeDecoder:
         costs = getattr(drafter, "costs", None) or CostModel()
         if old is not None:
             for n, t in old.costs.verify.items():
-                costs.observe_verify(n, t)
+                costs.seed_verify(n, t)
+            costs.shape = old.costs.shape
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
         self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
@@ -190,6 +223,7 @@ class SpeculativeDecoder:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
         decodes its prompt from scratch, and the drafter starts over."""
         self.cached = []
+        self._last_rows = 0
         self.target.clear()
         self.drafter.forget()
 
@@ -218,6 +252,7 @@ class SpeculativeDecoder:
         elif keep == len(tokens):
             return 0
         done = 0
+        self._last_rows = 0
         n = min(piece or self.target.n_batch, self.target.n_batch)
         for i in range(keep, len(tokens), n):
             if stop() or i + 1 >= self.target.n_ctx:
@@ -246,6 +281,7 @@ class SpeculativeDecoder:
             self.target.clear()
             keep = 0
         self.cached = self.cached[:keep]
+        self._last_rows = 0  # a prompt pass: the next pass has another shape
         t0 = time.perf_counter()
         rest = prompt[keep:]
         step = piece if piece and should_stop is not None else max(len(rest), 1)
@@ -412,8 +448,12 @@ class SpeculativeDecoder:
             stats.drafting = not controller.off
 
             batch = [pending] + draft.tokens
+            # While drafting (or probing) with a constant shape, every pass has pad_rows rows,
+            # an empty draft's too: the shape then stays the same from pass to pass.
+            pad = self.pad_rows if self.pad_rows and (k > 0 or not controller.off) else 0
+            shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
             t0 = time.perf_counter()
-            target.decode(batch, n_past, logits_from=0)
+            target.decode(batch, n_past, logits_from=0, pad_to=shape)
             rows = target.logits_rows(len(batch))
             if heal_left or guard:
                 mask = self._heal_mask(heal_left, guard)
@@ -426,17 +466,19 @@ class SpeculativeDecoder:
             stats.verify_time_s += t_verify
 
             m = verdict.accepted
-            if m < len(draft.tokens):
-                target.trim(n_past + 1 + m)  # drop the rejected drafts' KV entries
+            if m < len(draft.tokens) or shape > len(batch):
+                target.trim(n_past + 1 + m)  # drop the rejected drafts' (and padding's) KV entries
             if k > 0:
                 drafter.accept(m)
             new = draft.tokens[:m] + [verdict.token]
             history.extend(new)
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
+            same_shape = not self.pad_rows or shape == self._last_rows
+            self._last_rows = shape
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
                                draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
-                               free=draft.free_tokens)
+                               free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

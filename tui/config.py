@@ -86,6 +86,7 @@ class SpeculativeConfig:
     adaptive: bool
     ngram_min: int
     ngram_max: int
+    constant_shape: str
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ PATH_KEYS: dict[str, tuple[str, ...]] = {
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "model.kv_type": ("f16", "q8_0", "q4_0"),
+    "speculative.constant_shape": ("auto", "on", "off"),
     "engine.backend": ("local", "openai"),
 }
 
@@ -305,6 +307,7 @@ class Settings:
                 adaptive=s.adaptive,
                 ngram_min=s.ngram_min,
                 ngram_max=s.ngram_max,
+                constant_shape=s.constant_shape,
             ),
             sampling=self.sampling_settings(),
             verbose=self.verbose,

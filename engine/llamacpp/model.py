@@ -131,6 +131,7 @@ class Model:
         self._model = None
         self._ctx = None
         self._batch = None
+        self._pad = 0  # padding rows of the last decode (see decode's pad_to)
         self._closed = True
         self._state_buf = None  # reused by adopt_cache (allocating it each time costs more than the copy)
 
@@ -439,16 +440,25 @@ class Model:
         return buf.raw[:n].decode("utf-8", errors="replace")
 
     # -- decoding --------------------------------------------------------------------------------
-    def decode(self, tokens: list[int], start_pos: int, *, logits_from: int | None = None) -> None:
+    def decode(self, tokens: list[int], start_pos: int, *, logits_from: int | None = None,
+               pad_to: int = 0) -> None:
         """Decode `tokens` at positions start_pos.. into the KV cache (sequence 0).
 
         Logits are requested for tokens at index >= logits_from (default: only the last one).
         The batch must fit `n_batch` and the context: checked here, because llama.cpp aborts the
         whole process (GGML_ASSERT) when it does not.
+
+        `pad_to`: make the batch this many rows (copies of the last token after it, logits for
+        them too), so that passes of different lengths have one shape; `logits`/`logits_rows`
+        still index the real rows, and the caller trims the padding's KV entries. (On a GPU
+        llama.cpp replays a captured CUDA graph only while the shape stays the same.)
         """
-        n = len(tokens)
-        if n == 0:
+        n_real = len(tokens)
+        if n_real == 0:
             return
+        if pad_to > n_real:
+            tokens = list(tokens) + [tokens[-1]] * (pad_to - n_real)
+        n = len(tokens)
         if n > self.n_batch:
             raise ContextOverflowError(
                 f"Internal: a batch of {n} tokens exceeds n_batch={self.n_batch} for {self.name}."
@@ -460,7 +470,7 @@ class Model:
                 hint="Raise [model] ctx (--ctx), or ask for fewer tokens (--max-tokens).",
             )
         if logits_from is None:
-            logits_from = n - 1
+            logits_from = n_real - 1
         b = self._batch
         b.n_tokens = n
         for i, tok in enumerate(tokens):
@@ -470,6 +480,7 @@ class Model:
             b.seq_id[i][0] = 0
             b.logits[i] = 1 if i >= logits_from else 0
         self._n_out = n - logits_from
+        self._pad = n - n_real
         rc = lc.llama_decode(self._ctx, b)
         if rc != 0:
             raise ContextOverflowError(
@@ -487,15 +498,14 @@ class Model:
     def logits(self, i: int = -1) -> np.ndarray:
         """Logits of output row i of the last decode, as a numpy view of llama.cpp's buffer
         (valid until the next decode: copy it if you keep it)."""
-        ptr = lc.llama_get_logits_ith(self._ctx, i)
+        ptr = lc.llama_get_logits_ith(self._ctx, i - self._pad if i < 0 else i)
         if not ptr:
             raise RuntimeError(f"no logits for output {i} of {self.name}")
         return np.ctypeslib.as_array(ptr, shape=(self.vocab_size,))
 
     def logits_rows(self, n: int) -> np.ndarray:
         """The last n output rows of the last decode as one (n, vocab) view."""
-        first = self._n_out - n
-        ptr = lc.llama_get_logits_ith(self._ctx, first - self._n_out)
+        ptr = lc.llama_get_logits_ith(self._ctx, -(n + self._pad))
         return np.ctypeslib.as_array(ptr, shape=(n, self.vocab_size))
 
     def trim(self, n_keep: int) -> bool:

@@ -97,3 +97,27 @@ def test_requantized_draft_gives_partial_acceptance(models, engine_factory):
     accepted = sum(s.accepted for s in stats_all)
     assert drafted > 50
     assert 0.2 < accepted / drafted < 1.0
+
+
+@pytest.mark.parametrize("draft", ["lookup", "q4"])
+def test_passes_padded_to_one_shape_keep_the_targets_output_and_an_exact_cache(models, traces,
+                                                                            engine_factory, draft):
+    """constant_shape = "on" (a GPU's default): every verify pass has draft_max + 1 rows, the
+    rows past the draft copies of its last token. What the target says stays its own, and the
+    padding's KV entries are gone after each pass (the cache holds exactly the text)."""
+    path = models.draft_q4 if draft == "q4" else None
+    kind = "model" if path else draft
+    eng = engine_factory(models.demo, kind, path, draft_max=8, adaptive=False, p_min=0.0,
+                         constant_shape="on")
+    assert eng.decoder.pad_rows == 9
+    assert eng.decoder.controller.costs.shape == 9 and 9 in eng.decoder.controller.costs.verify
+    drafted = 0
+    for prompt in PROMPTS:
+        result = eng.run(GenerateRequest(prompt=prompt, max_tokens=N))
+        plain, gaps = traces[prompt]
+        assert_faithful(plain, gaps, result.tokens, f"padded {draft} / {prompt[:30]!r}")
+        assert eng.target.cache_length() == len(eng.decoder.cached)
+        drafted += result.stats.drafted
+    assert drafted > 0, "nothing was drafted: the test proves nothing"
+    off = engine_factory(models.demo, kind, path, draft_max=8, constant_shape="auto")
+    assert off.decoder.pad_rows == 0  # a CPU-only build: nothing is padded
