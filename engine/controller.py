@@ -256,7 +256,7 @@ class DraftController:
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
                 catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None,
-                match: int = 0, free: int = 0, rows: int = 0) -> None:
+                match: int = 0, free: int = 0, rows: int = 0, same_shape: bool = True) -> None:
         """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
         drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
         _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
@@ -265,7 +265,9 @@ class DraftController:
         `match` the length of the n-gram a free draft followed (0: not a free draft); `free` how
         many leading proposals cost nothing (a hybrid's session guess): the draft model's cost and
         acceptance are learned from the rest alone, and a pass that sent only free tokens is a
-        free pass. `rows`: the pass's rows when padded to one shape (default drafted + 1)."""
+        free pass. `rows`: the pass's rows when padded (default drafted + 1); `same_shape`: False when
+        the pass changed a padded shape (a GPU then runs it without its captured graph: not what
+        passes cost while drafting stays on, so its time is not a cost sample)."""
         free = min(max(free, 0), drafted)
         paid = drafted - free
         asked = drafted if asked is None else asked
@@ -292,7 +294,8 @@ class DraftController:
         self._passes += 1
         if self._remaining is not None:
             self._remaining -= accepted + 1
-        c.observe_verify(rows or drafted + 1, verify_s)
+        if same_shape:
+            c.observe_verify(rows or drafted + 1, verify_s)
         if self.draft_is_free or (drafted and not free_pass):
             # A free drafter's figure drifts back to the prior while off (the text may start
             # repeating); a draft model's only moves with its drafts: it is the pair's.

@@ -171,6 +171,7 @@ class SpeculativeDecoder:
         self.set_drafter(drafter)
         # Rows of every verify pass while drafting (0: each pass has its draft's length + 1).
         self.pad_rows = self._constant_shape(spec)
+        self._last_rows = 0  # rows of the last target pass (a change of shape is no cost sample)
         if self.pad_rows:
             self._calibrate_shape()
 
@@ -181,11 +182,10 @@ class SpeculativeDecoder:
         return rows if on and spec.draft_max > 0 and rows > 1 else 0
 
     def _calibrate_shape(self) -> None:
-        """Seed t1 and t_v(pad_rows) with repeated passes of each shape: what a padded pass
-        costs in a run of drafted passes (on a GPU the captured graph replays from the third
-        pass of one shape). The loop's own samples then say what it costs as drafts come: a
-        pass after a change of shape runs without the graph (4-5 t1 on the H200), so where
-        drafts come seldom the measured cost rises and drafting turns off."""
+        """Seed t1 and t_v(pad_rows) with repeated passes of each shape (the steady state the
+        loop is in while drafting stays on: on a GPU the captured graph replays from the third
+        same-shaped pass). Without it the only samples of a padded pass would be probes, each
+        a change of shape and so never steady."""
         t, rows = self.target, self.pad_rows
         tok = max(t.bos, 0)
         for n in (1, rows):
@@ -223,6 +223,7 @@ class SpeculativeDecoder:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
         decodes its prompt from scratch, and the drafter starts over."""
         self.cached = []
+        self._last_rows = 0
         self.target.clear()
         self.drafter.forget()
 
@@ -251,6 +252,7 @@ class SpeculativeDecoder:
         elif keep == len(tokens):
             return 0
         done = 0
+        self._last_rows = 0
         n = min(piece or self.target.n_batch, self.target.n_batch)
         for i in range(keep, len(tokens), n):
             if stop() or i + 1 >= self.target.n_ctx:
@@ -279,6 +281,7 @@ class SpeculativeDecoder:
             self.target.clear()
             keep = 0
         self.cached = self.cached[:keep]
+        self._last_rows = 0  # a prompt pass: the next pass has another shape
         t0 = time.perf_counter()
         rest = prompt[keep:]
         step = piece if piece and should_stop is not None else max(len(rest), 1)
@@ -445,11 +448,9 @@ class SpeculativeDecoder:
             stats.drafting = not controller.off
 
             batch = [pending] + draft.tokens
-            # With a constant shape every pass that carries a draft has pad_rows rows: during a
-            # run of drafted passes the shape then stays the same. (Padding passes without a draft
-            # too kept the shape but made each such token cost a whole padded pass: 0.42-0.68x on
-            # completions where lookup finds little, on the H200.)
-            pad = self.pad_rows if self.pad_rows and draft.tokens else 0
+            # While drafting (or probing) with a constant shape, every pass has pad_rows rows,
+            # an empty draft's too: the shape then stays the same from pass to pass.
+            pad = self.pad_rows if self.pad_rows and (k > 0 or not controller.off) else 0
             shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
             t0 = time.perf_counter()
             target.decode(batch, n_past, logits_from=0, pad_to=shape)
@@ -473,9 +474,11 @@ class SpeculativeDecoder:
             history.extend(new)
             pending = verdict.token
             stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
+            same_shape = not self.pad_rows or shape == self._last_rows
+            self._last_rows = shape
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
                                draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
-                               free=draft.free_tokens, rows=shape if pad else 0)
+                               free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:
