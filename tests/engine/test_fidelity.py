@@ -102,7 +102,7 @@ def test_requantized_draft_gives_partial_acceptance(models, engine_factory):
 @pytest.mark.parametrize("draft", ["lookup", "q4"])
 def test_passes_padded_to_one_shape_keep_the_targets_output_and_an_exact_cache(models, traces,
                                                                             engine_factory, draft):
-    """constant_shape = "on" (a GPU's default): every verify pass has draft_max + 1 rows, the
+    """constant_shape = "on" (experimental, for a GPU): every verify pass has draft_max + 1 rows, the
     rows past the draft copies of its last token. What the target says stays its own, and the
     padding's KV entries are gone after each pass (the cache holds exactly the text)."""
     path = models.draft_q4 if draft == "q4" else None
