@@ -367,6 +367,9 @@ async def test_random_walk_loses_no_keystroke_and_writes_nothing_unsaved(tmp_pat
         await app.open_file(root / "notes.md")
         await app.open_file(root / "main.py")
         await wait_for(pilot, lambda: app.watcher.ready.is_set(), timeout=DISK_TIMEOUT)
+        # The first snapshot waits as every later one does: the tab just opened takes the focus
+        # once it is shown (call_after_refresh), and a key sent before that lands there anyway.
+        await walk.settle()
         spent: dict[str, float] = {}  # seconds per kind of event, printed for tuning
         for index in range(EVENTS):
             t0 = time.perf_counter()
