@@ -84,13 +84,10 @@ class CostModel:
         meter): a backend may set that shape up then (a GPU loading its kernels: 20x a normal
         pass), and a size drafted rarely would keep that one sample as its cost for good, pricing
         every later probe above a request's budget."""
-        recent = self._recent.get(n)
-        if recent is None:
-            recent = self._recent[n] = deque(maxlen=_WINDOW)
-            if n > 1:  # (one-token passes come by the hundred: their first counts)
-                return
-        recent.append(seconds)
-        self.verify[n] = statistics.median(recent)
+        if n > 1 and n not in self._recent:  # (one-token passes come by the hundred: the first counts)
+            self._recent[n] = deque(maxlen=_WINDOW)
+            return
+        self.seed_verify(n, seconds)
 
     def seed_verify(self, n: int, seconds: float) -> None:
         """A steady-state t_v(n) measured outside the loop (repeated passes of one shape at load):

@@ -217,9 +217,8 @@ class Model:
         tok = max(self.bos, 0)
         sizes = GPU_WARM_SIZES if self.gpu_layers > 0 else (2,)
         for n in sorted({min(n, self.n_batch, self.n_ctx) for n in sizes}):
-            if n >= 1:
-                self.decode([tok] * n, 0, logits_from=0)
-                self.clear()
+            self.decode([tok] * n, 0, logits_from=0)
+            self.clear()
 
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a KV cache that cannot fit in RAM: llama.cpp would fail or the OS would kill us.
@@ -479,7 +478,6 @@ class Model:
             b.n_seq_id[i] = 1
             b.seq_id[i][0] = 0
             b.logits[i] = 1 if i >= logits_from else 0
-        self._n_out = n - logits_from
         self._pad = n - n_real
         rc = lc.llama_decode(self._ctx, b)
         if rc != 0:
@@ -504,7 +502,8 @@ class Model:
         return np.ctypeslib.as_array(ptr, shape=(self.vocab_size,))
 
     def logits_rows(self, n: int) -> np.ndarray:
-        """The last n output rows of the last decode as one (n, vocab) view."""
+        """The last n output rows of the last decode (its padding rows left out) as one
+        (n, vocab) view."""
         ptr = lc.llama_get_logits_ith(self._ctx, -(n + self._pad))
         return np.ctypeslib.as_array(ptr, shape=(n, self.vocab_size))
 
