@@ -112,3 +112,4 @@ class EngineInfo:
     backend: str = "local"
     alternatives: bool = False  # answers CompletionRequest.first_token_rank > 0
     extra: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # lines to show the user once (what a saved session memory did)

@@ -9,8 +9,9 @@ length and the drafter's own measured acceptance (SuffixDecoding's max_spec = fa
 the factor growing with acceptance); the controller still picks the length it asks for.
 
 It is free to run (microseconds of numpy), so the controller treats it as prompt lookup. The
-session index lives in memory only, bounded by `memory_bytes`; feeding it (`remember`) happens on
-the engine's worker thread, between requests, never on a keystroke.
+session index lives in memory, bounded by `memory_bytes`; feeding it (`remember`) happens on the
+engine's worker thread, between requests, never on a keystroke. With a `SessionStore` (a user
+asked for it in config) the memory is read back at start and written at `close`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 
 from .drafters import Draft, common_prefix
 from .session_index import NgramIndex, best_continuation
+from .session_store import SessionStore
 
 DEFAULT_MEMORY_MB = 32
 _REQUEST_MEMORY = 4 << 20  # the request's own index: prompt + output fit a context window
@@ -36,7 +38,7 @@ class SessionDrafter:
     kind = "session"
     name = "session"
 
-    def __init__(self, memory_mb: float = DEFAULT_MEMORY_MB) -> None:
+    def __init__(self, memory_mb: float = DEFAULT_MEMORY_MB, store: SessionStore | None = None) -> None:
         if memory_mb <= 0:
             raise ValueError(f"the session index needs a positive memory cap, got {memory_mb} MB")
         session_bytes = max(int(memory_mb * (1 << 20)) - _REQUEST_MEMORY, 1 << 16)
@@ -47,6 +49,12 @@ class SessionDrafter:
         self._accepted = 0.0
         self._last = 0
         self.last_source = ""
+        self.store = store
+        self.store_note = ""  # what loading or saving the store did, for the user
+        if store is not None:
+            tokens, self.store_note = store.load()
+            if tokens is not None:
+                self.memory.add_text(tokens)
 
     @property
     def nbytes(self) -> int:
@@ -121,4 +129,6 @@ class SessionDrafter:
         self._seen = []  # the session's memory is text, not a model's cache: it stays
 
     def close(self) -> None:
-        pass
+        if self.store is not None:
+            self.store_note = self.store.save(self.memory.held_text()) or self.store_note
+            self.store = None  # once: a closed drafter's memory is what was saved

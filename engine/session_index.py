@@ -159,6 +159,21 @@ class NgramIndex:
         mixed = (h ^ np.uint64(n * 0x632BE59BD9B4E019 & 0xFFFFFFFFFFFFFFFF)) * _MIX
         return (mixed >> np.uint64(64 - self._bits)).astype(np.int64)
 
+    # -- the text, in and out (engine/session_store.py) ------------------------------------------
+    def held_text(self) -> np.ndarray:
+        """Every token held, oldest first, documents separated by the marker."""
+        lo = max(self.end - self.capacity, 0)
+        return np.asarray(self._at(lo, self.end), dtype=np.int32)
+
+    def add_text(self, tokens: np.ndarray) -> None:
+        """Index a `held_text()` of this or another index (its documents stay apart)."""
+        arr = np.asarray(tokens, dtype=np.int32)
+        cuts = np.flatnonzero(arr == _SEP)
+        for doc in np.split(arr, cuts):
+            doc = doc[doc != _SEP]
+            if doc.size:
+                self.add_document(doc)
+
     # -- reading ---------------------------------------------------------------------------------
     def _held(self, pos: int) -> bool:
         return self.end - self.capacity < pos < self.end

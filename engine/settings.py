@@ -39,12 +39,13 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DraftSettings:
-    # "session": prompt lookup that remembers the session (engine/session_drafter.py); "lookup" stays
-    # the default until the session drafter's figures are measured on a quiet machine (issue 13).
-    kind: DraftKind = "lookup"
+    # "session": prompt lookup that remembers the session (engine/session_drafter.py), the default
+    # (measured against "lookup" in bench/RESULTS.md, session 9); "lookup": the prompt and output only.
+    kind: DraftKind = "session"
     model: ModelSettings | None = None  # set when kind == "model"
     hybrid: bool = False  # with a draft model (only then): the session drafter beside it, the better guess each pass
-    session_mb: int = 32  # memory cap of the session drafter's index (in memory only, never saved)
+    session_mb: int = 32  # memory cap of the session drafter's index
+    session_store: str = ""  # a file to keep the session's memory in between runs ("": never saved)
 
 
 @dataclass(frozen=True)

@@ -78,13 +78,13 @@ def test_builtin_config_is_the_packaged_file():
 def test_defaults_with_no_config_at_all_are_the_demo(env):
     s = load(env, project_dir=None)
     assert s.demo and s.model.target == DEMO_TARGET
-    assert s.model.draft == "lookup"
+    assert s.model.draft == "session"
     assert [src.kind for src in s.sources] == ["built-in", "user"]
     assert s.files_read == (BUILTIN_CONFIG,)
     assert s.origin("model.ctx") == "built-in defaults"
     es = s.engine_settings()
     assert isinstance(es, EngineSettings)
-    assert es.target.path == DEMO_TARGET and es.draft.kind == "lookup" and es.draft.session_mb == 32 and es.draft.model is None
+    assert es.target.path == DEMO_TARGET and es.draft.kind == "session" and es.draft.session_mb == 32 and es.draft.model is None
 
 
 def test_settings_are_frozen(env):
@@ -175,8 +175,16 @@ def test_tilde_expands_to_home(env, home, tmp_path, monkeypatch):
     assert load(env, config_file=cfg).model.target == str(target)
 
 
+def test_a_session_store_is_a_path_relative_to_its_file_and_empty_by_default(env, tmp_path, monkeypatch):
+    assert load(env).engine_settings().draft.session_store == ""  # nothing saved unless asked
+    cfg = write(tmp_path / "conf" / "c.toml", '[draft]\nsession_store = "state/memory.npz"\n')
+    monkeypatch.chdir(tmp_path)
+    s = load(env, config_file=cfg)
+    assert s.engine_settings().draft.session_store == str(tmp_path / "conf" / "state" / "memory.npz")
+
+
 def test_draft_keywords_are_not_paths(env, tmp_path):
-    for kw in ("lookup", "none"):
+    for kw in ("session", "lookup", "none"):
         cfg = write(tmp_path / f"{kw}.toml", f'[model]\ndraft = "{kw}"\n')
         s = load(env, config_file=cfg)
         assert s.model.draft == kw and s.engine_settings().draft.kind == kw

@@ -220,12 +220,20 @@ class SpectermApp(App[int]):
         self.status_model.state = "idle"
         self.status_bar.mark_dirty()
         self.engine_ready.set()
+        for note in engine.info.notes:
+            self.notify(note, title="Session memory", timeout=10)
+        await self._remember_open_files()  # files opened while the model loaded
         self._first_run_hints()
+
+    async def _remember_open_files(self) -> None:
+        """Give the open files to a new session memory (the engine ignores them without one)."""
+        for open_file in self.editor_tabs.files.values():
+            await self.completer.remember(open_file.editor.text)
 
     def _first_run_hints(self) -> None:
         if self.settings.demo:
             self.notify(
-                "This is the demo pair (SmolLM2-135M + prompt lookup): tiny and weak at code. "
+                "This is the demo pair (SmolLM2-135M + the session drafter): tiny and weak at code. "
                 "For real work, `specterm pull qwen2.5-coder-7b` downloads and configures a real "
                 "pair (`specterm models` lists others), or set [model] target and draft in "
                 "~/.config/specterm/config.toml.",
@@ -245,7 +253,8 @@ class SpectermApp(App[int]):
         self.status_bar.mark_dirty()
 
     async def action_switch_draft(self, kind: str) -> None:
-        """Switch the drafter at run time: "lookup", "none" or "model" (the configured draft)."""
+        """Switch the drafter at run time: "session", "lookup", "none" or "model" (the configured
+        draft). The session drafter keeps the configured memory cap."""
         if self.engine is None or not self.engine_ready.is_set():
             self.notify("The model is still loading.", severity="warning")
             return
@@ -256,7 +265,9 @@ class SpectermApp(App[int]):
                             severity="warning", timeout=8)
                 return
         else:
-            draft = DraftSettings(kind=kind)  # type: ignore[arg-type]
+            configured = self.settings.engine_settings().draft
+            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,  # type: ignore[arg-type]
+                                  session_store=configured.session_store)
         self.status_model.message = f"switching draft to {kind}"
         try:
             await self.engine.set_drafter(draft)
@@ -265,6 +276,7 @@ class SpectermApp(App[int]):
             return
         self.status_model.update_info(self.engine.info, demo=self.settings.demo)
         self.status_bar.mark_dirty()
+        await self._remember_open_files()
         self.notify(f"Drafting with: {self.engine.info.draft_name}", timeout=4)
 
     async def on_unmount(self) -> None:

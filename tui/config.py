@@ -93,6 +93,7 @@ class SpeculativeConfig:
 class DraftConfig:
     hybrid: bool
     session_mb: int
+    session_store: str  # "" or an absolute path
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,9 @@ SCHEMA: dict[str, type] = _schema()
 PATH_KEYS: dict[str, tuple[str, ...]] = {
     "model.target": (DEMO_TARGET,),
     "model.draft": DRAFT_KEYWORDS,
+    "draft.session_store": ("",),
 }
+MODEL_PATH_KEYS = ("model.target", "model.draft")
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "model.kv_type": ("f16", "q8_0", "q4_0"),
@@ -290,11 +293,12 @@ class Settings:
         )
         d = self.draft
         if m.draft in DRAFT_KEYWORDS:
-            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb)  # type: ignore[arg-type]
+            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb,  # type: ignore[arg-type]
+                                  session_store=d.session_store)
         else:
             draft = DraftSettings(
                 kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers),
-                hybrid=d.hybrid, session_mb=d.session_mb,
+                hybrid=d.hybrid, session_mb=d.session_mb, session_store=d.session_store,
             )
         s = self.speculative
         return EngineSettings(
@@ -633,7 +637,7 @@ def check_model_files(settings: Settings) -> None:
     """Every model path must name an existing file; the error names the key and where it was set."""
     if settings.engine.backend == "openai":  # the server loads the models; none are read here
         return
-    for key in PATH_KEYS:
+    for key in MODEL_PATH_KEYS:
         value = getattr(settings.model, key.rpartition(".")[2])
         if value in PATH_KEYS[key]:
             continue

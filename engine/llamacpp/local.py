@@ -19,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import logging
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import AsyncIterator, Callable
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..hybrid_drafter import HybridDrafter, session_drafter
 from ..session_drafter import SessionDrafter
+from ..session_store import SessionStore
 from ..errors import EngineError, ModelLoadError
 from ..completion import Deadline, InlineStops, finish_completion
 from .fim_prompt import build_fim_prompt
@@ -47,6 +50,10 @@ from ..stats import Stats
 
 ProgressFn = Callable[[str, float], None]
 PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for one piece at most (~0.15 s on one thread)
+# The most text of one file or answer the session drafter indexes (its start): tokenizing a 5 MB
+# file takes the worker ~2 s on a 2-core CPU (a completion queued behind it waits that long) and
+# would fill much of the index with one file.
+REMEMBER_MAX_CHARS = 256 * 1024
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
@@ -59,6 +66,14 @@ def resolve_target(settings: ModelSettings) -> ModelSettings:
     return settings
 
 
+def _session_drafter(draft: DraftSettings, target: Model) -> SessionDrafter:
+    """The session drafter, reading its memory back from `session_store` when one is set."""
+    store = None
+    if draft.session_store:
+        store = SessionStore(Path(draft.session_store).expanduser(), target.vocab_fingerprint())
+    return SessionDrafter(draft.session_mb, store)
+
+
 def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: tuple[int, int]) -> Drafter:
     """Build a drafter; a draft model must pass the pairing check against the target."""
     if draft.kind == "none":
@@ -66,7 +81,7 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
     if draft.kind == "lookup":
         return LookupDrafter(*ngram)
     if draft.kind == "session":
-        return SessionDrafter(draft.session_mb)
+        return _session_drafter(draft, target)
     if draft.kind == "model":
         if draft.model is None:
             raise ModelLoadError("The draft kind is 'model' but no draft model path is set.",
@@ -81,7 +96,7 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         # A derived copy of the target (same tensors, other types) reads the target's KV cache.
         source = target if is_derived_pair(target.path, draft.model.path) else None
         model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min, source=source)
-        return HybridDrafter(SessionDrafter(draft.session_mb), model) if draft.hybrid else model
+        return HybridDrafter(_session_drafter(draft, target), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
 
@@ -157,6 +172,7 @@ class LocalEngine:
             chat_template=t.chat_template is not None,
             backend="local",
             alternatives=True,
+            notes=tuple(n for n in [getattr(session_drafter(drafter), "store_note", "")] if n),
         )
 
     async def start(self) -> None:
@@ -196,7 +212,7 @@ class LocalEngine:
 
     def close_sync(self) -> None:
         if self.decoder is not None:
-            self.decoder.drafter.close()
+            self._close_drafter(self.decoder.drafter)
             self.decoder = None
         if self.target is not None:
             self.target.close()
@@ -211,14 +227,24 @@ class LocalEngine:
         new drafter is built first, so a bad one leaves the old in place."""
         assert self.decoder is not None
         new = self._make_drafter(draft)
-        self.decoder.drafter.close()
+        self._close_drafter(self.decoder.drafter)
         self.decoder.set_drafter(new)
         self._update_info(new)
 
+    @staticmethod
+    def _close_drafter(drafter: Drafter) -> None:
+        """Close a drafter; a session memory that could not be saved is logged (the app has gone)."""
+        drafter.close()
+        session = session_drafter(drafter)
+        if session is not None and session.store_note.startswith("session memory not saved"):
+            logging.getLogger("specterm").warning(session.store_note)
+
     async def remember(self, text: str) -> None:
         """Queue `text` for the session drafter's index, on the worker: the caller (a keystroke, a
-        file opening) never waits for tokenizing or indexing, only for the queue."""
+        file opening) never waits for tokenizing or indexing, only for the queue. A text longer than
+        REMEMBER_MAX_CHARS is indexed up to there."""
         if text and self.decoder is not None and session_drafter(self.decoder.drafter) is not None:
+            text = text[:REMEMBER_MAX_CHARS]
             self._jobs.put(lambda: self.remember_sync(text))
 
     def remember_sync(self, text: str | list[int]) -> None:

@@ -409,6 +409,17 @@ class Model:
             self._pieces = [self._piece_uncached(t) for t in range(self.vocab_size)]
         return self._pieces
 
+    def vocab_fingerprint(self) -> str:
+        """A digest of every token's bytes and the special tokens: equal for models whose token
+        ids mean the same text (a saved session memory is only read back by such a model)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for piece in self.pieces():
+            h.update(len(piece).to_bytes(2, "little") + piece)
+        h.update(f"{self.vocab_type}:{self.bos}:{self.eos}".encode())
+        return h.hexdigest()[:32]
+
     def detokenize(self, tokens: list[int]) -> str:
         return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
 

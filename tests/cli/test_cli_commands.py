@@ -55,7 +55,7 @@ def test_doctor_on_the_demo_with_no_config_at_all(sandbox: Sandbox):
     assert "[not found]" in r.out  # the user file was looked for
     for label in ("Target", "Draft", "Vocabularies", "Speculation", "GPU offload", "Memory", "FIM"):
         assert label in r.out
-    assert "prompt lookup" in r.out
+    assert "session memory" in r.out  # the default drafter without a draft model
     assert r.err == ""  # llama.cpp's log stays quiet without --verbose
 
 
@@ -119,7 +119,7 @@ def test_generate_json_on_the_demo(sandbox: Sandbox):
     r = sandbox.run("generate", "--json", "--prompt", "def add(a, b):\n", "--max-tokens", "12",
                     "--ctx", "512", "--draft-max", "5")
     assert r.rc == 0, r.err
-    obj = check_result_json(r.out, draft="lookup", draft_max=5, max_tokens=12)
+    obj = check_result_json(r.out, draft="session", draft_max=5, max_tokens=12)
     assert obj["demo"] is True and "SmolLM2" in obj["target"]
     assert r.err == ""
 
@@ -141,7 +141,7 @@ def test_complete_file_and_stdin_buffer(sandbox: Sandbox):
     src.write_text("def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    \n")
     r = sandbox.run("complete", f"{src}:6:5", "--json", "--max-tokens", "8", "--ctx", "512")
     assert r.rc == 0, r.err
-    check_result_json(r.out, draft="lookup", draft_max=16, max_tokens=8)
+    check_result_json(r.out, draft="session", draft_max=16, max_tokens=8)
 
     # --stdin: the buffer comes from standard input; the named file need not exist.
     unsaved = "def square(x):\n    return x * x\n\n\ndef cube(x):\n    \n"

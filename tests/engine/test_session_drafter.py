@@ -190,6 +190,35 @@ def test_remember_feeds_the_index_on_the_worker_and_later_requests_draft_from_it
         eng.close_sync()
 
 
+def test_a_huge_text_is_remembered_up_to_the_engines_cap(models, vocab):
+    """A multi-megabyte file opened in the app would keep the worker tokenizing for seconds (a
+    completion waits behind it): the engine indexes its start only."""
+    import asyncio
+
+    from specterm.engine.llamacpp.local import REMEMBER_MAX_CHARS
+
+    line = "value_{} = compute(value_{}, {})\n"
+    text = "".join(line.format(i, i - 1, i * 7) for i in range(REMEMBER_MAX_CHARS // 20))
+    assert len(text) > 1.5 * REMEMBER_MAX_CHARS
+    eng = engine(models, "session", draft_max=8, adaptive=False)
+
+    async def go():
+        await eng.start()
+        await eng.remember(text)
+        async for _ in eng.stream(GenerateRequest(prompt="x = 1", max_tokens=1)):
+            pass  # the worker runs jobs in order: the text is indexed once this request is done
+        held = eng.decoder.drafter.memory.tokens
+        await eng.close()
+        return held
+
+    try:
+        held = asyncio.run(go())
+        head = len(vocab.tokenize(text[:REMEMBER_MAX_CHARS], add_special=False))
+        assert head <= held <= head + 8, (held, head)
+    finally:
+        eng.close_sync()
+
+
 def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length(vocab):
     """The controller's k is what pays for the draft model; a free guess may run past it (up to
     the room the loop allows) when its match length has held, and is cut short when it has not."""

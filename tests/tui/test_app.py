@@ -54,12 +54,12 @@ async def test_status_bar_shows_acceptance_after_a_completion(project, settings_
     async with app.run_test(size=(120, 40)) as pilot:
         await ghost_at(pilot, app)
         last = app.status_model.last
-        assert last is not None and last.drafted > 0  # prompt lookup drafted from the pattern
+        assert last is not None and last.drafted > 0  # the session drafter drafted from the pattern
         bar = app.query_one(StatusBar)
         await wait_for(pilot, lambda: not bar._dirty)
         text = bar.render_status().plain
         assert f"acc {round(last.acceptance * 100)}%" in text
-        assert "tok/s" in text and "lookup" in text and "[demo]" in text and "CPU" in text
+        assert "tok/s" in text and "session" in text and "[demo]" in text and "CPU" in text
 
         # The stats panel charts acceptance by draft position and over time.
         await pilot.press("f9")
@@ -258,6 +258,8 @@ async def test_small_terminal_collapses_side_panes_and_draft_switch(project, set
         assert "no draft" in app.query_one(StatusBar).render_status().plain  # 80 columns: abbreviated
         await app.action_switch_draft("lookup")
         assert app.engine.info.draft_kind == "lookup"
+        await app.action_switch_draft("session")
+        assert app.engine.info.draft_kind == "session"
 
 
 @pytest.mark.parametrize("name", ["NO_COLOR"])

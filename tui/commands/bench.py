@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -173,11 +174,11 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
 
     The copies are derived once and cached (engine/llamacpp/derive.py); a --draft flag given on the
     command line keeps its draft (lookup, none or a file) in either regime."""
-    from dataclasses import replace
-
     from specterm.engine.settings import DEMO_TARGET
 
     es = settings.engine_settings()
+    # Every task starts from its own context: the bench never reads or writes a saved session memory.
+    es = replace(es, draft=replace(es.draft, session_store=""))
     if args.regime == "as-configured":
         return es, {"regime": args.regime}
     from specterm.engine.llamacpp.derive import ensure_copy, read_gguf_summary
@@ -442,6 +443,7 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
 
     progress = TtyProgress()
     opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
+    settings = replace(settings, draft=replace(settings.draft, session_store=""))  # never a saved memory
     try:
         data = replay(settings, path, text.replace("\r\n", "\n"), opts, lambda message: progress(f"replay: {message}"))
     except ReplayError as err:
