@@ -33,6 +33,10 @@ class Engine(Protocol):
         """Let a session drafter index text the session saw (an opened file, an answer); a no-op
         for engines without one. Indexing runs on the engine's worker, never on the caller."""
 
+    async def forget_session(self) -> None:
+        """Empty the session drafter's memory (a user's reset; a replay's headless re-runs, which
+        must not draft the answers they gave already); a no-op for engines without one."""
+
     async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
         """While idle, decode the start of the prompt `request` would have (the extra context and
         the prefix but its end) into the KV cache, so the next request there decodes only the

@@ -71,7 +71,8 @@ class SessionDrafter:
             self.memory.add_document(tokens)
 
     def clear_memory(self) -> None:
-        """Forget everything the session fed (bench: each task starts from its own context)."""
+        """Forget everything the session fed (bench: each task starts from its own context; the
+        app's "Forget session memory"; a replay's headless re-runs)."""
         self.memory.clear()
 
     # -- drafter verbs ----------------------------------------------------------------------------

@@ -161,7 +161,9 @@ class NgramIndex:
 
     # -- the text, in and out (engine/session_store.py) ------------------------------------------
     def held_text(self) -> np.ndarray:
-        """Every token held, oldest first, documents separated by the marker."""
+        """Every token held, oldest first, documents separated by the marker (empty when none)."""
+        if self.end <= 1:
+            return np.empty(0, dtype=np.int32)
         lo = max(self.end - self.capacity, 0)
         return np.asarray(self._at(lo, self.end), dtype=np.int32)
 

@@ -279,6 +279,14 @@ class SpectermApp(App[int]):
         await self._remember_open_files()
         self.notify(f"Drafting with: {self.engine.info.draft_name}", timeout=4)
 
+    async def action_forget_session(self) -> None:
+        """Empty the session drafter's memory (a saved store is written empty on exit)."""
+        if self.engine is None or not self.engine_ready.is_set():
+            self.notify("The model is still loading.", severity="warning")
+            return
+        await self.engine.forget_session()
+        self.notify("The session memory is empty now.", timeout=4)
+
     async def on_unmount(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()

@@ -44,6 +44,8 @@ def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
         ("Copy code block", "Copy the last answer's code block (OSC 52)", app.chat.copy_last_code_block),
         ("Clear chat", "Forget the conversation so far", app.chat.clear),
         ("Reload config", "Re-read config.toml files now", app.reload_config),
+        ("Forget session memory", "Empty what the session drafter remembered (open files, earlier answers)",
+         app.action_forget_session),
         ("Draft: session", "Draft from the session's memory: prompt, output, open files, earlier answers (no model)",
          lambda: app.run_action("switch_draft('session')")),
         ("Draft: lookup", "Draft with prompt lookup: the prompt and output only (no model)",

@@ -195,6 +195,7 @@ class Replay:
         self.progress = progress or (lambda message: None)
         self.tally = _Tally()
         self.watch = _Watch(self.tally)
+        self.blanked = ""  # the file as the app opened it (regions blanked out)
 
     async def run(self) -> dict:
         regions = pick_regions(self.text, self.opts)
@@ -204,6 +205,7 @@ class Replay:
         try:
             copy = folder / self.path.name
             copy.write_text(blanked, encoding="utf-8")
+            self.blanked = blanked
             app = SpectermApp(self.settings, copy, watch=False)
             started = time.monotonic()
             async with app.run_test(size=self.opts.size, message_hook=self.watch) as pilot:
@@ -368,6 +370,11 @@ class Replay:
         in_tokens, in_time, head_tokens, head_time, compared = 0, 0.0, 0, 0.0, 0
         engine = app.engine
         assert engine is not None
+        # A session drafter remembered every answer: re-run with it, a request would draft its own
+        # answer back. The re-runs start from what the app had at the start (the opened file) and
+        # remember their answers as they go, as the app did.
+        await engine.forget_session()
+        await engine.remember(self.blanked)
         for r in timed:  # the same requests and token counts, one after another, the UI idle
             request = replace(r.request, max_tokens=r.stats.tokens, time_budget_s=None, started_at=None)
             finished = [e async for e in engine.stream(request) if isinstance(e, Finished)][-1]

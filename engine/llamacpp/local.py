@@ -258,6 +258,15 @@ class LocalEngine:
         tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
         drafter.remember(tokens)
 
+    async def forget_session(self) -> None:
+        """Empty the session drafter's memory, on the worker (after what is queued before it)."""
+        await self._call(self._forget_session_sync)
+
+    def _forget_session_sync(self) -> None:
+        drafter = session_drafter(self.decoder.drafter) if self.decoder is not None else None
+        if drafter is not None:
+            drafter.clear_memory()
+
     async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
         """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
         yields to any request that arrives meanwhile and stops at `cancel()` or a newer prewarm,

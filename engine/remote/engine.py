@@ -191,6 +191,9 @@ class RemoteEngine:
     async def remember(self, text: str) -> None:
         pass  # the server keeps whatever memory it has (llama-server's ngram-mod: its own requests)
 
+    async def forget_session(self) -> None:
+        pass  # nothing of the server's memory can be cleared from here
+
     # -- the prompt budget ------------------------------------------------------------------------
 
     async def count_tokens(self, text: str) -> int:

@@ -106,3 +106,20 @@ def test_held_text_round_trips_into_an_index_of_another_size_with_documents_apar
     b.add_text(a.held_text())
     assert [c.continuation for c in b.lookup([7, 3, 4], 8)] == [[9, 9]]  # "3 4" ends document one
     assert b.lookup([1, 2], 8)[0].continuation == [3, 4]
+
+
+def test_forget_session_empties_the_memory_and_the_store_on_exit(models, tmp_path):
+    store = tmp_path / "session.npz"
+    run(session_engine(models, str(store)), prompt=PROMPT, max_tokens=32)
+    eng = session_engine(models, str(store))
+    assert eng.decoder.drafter.memory.tokens > 32
+
+    async def go():
+        await eng.start()
+        await eng.forget_session()
+        held = eng.decoder.drafter.memory.tokens
+        await eng.close()
+        return held
+
+    assert asyncio.run(go()) <= 1
+    assert "0 tokens from" in session_engine(models, str(store)).info.notes[0]
