@@ -393,3 +393,17 @@ async def test_the_engine_leaves_the_ui_a_core_for_one_token_decodes_only(projec
         await wait_for(pilot, app.engine_ready.is_set)
         cores = os.cpu_count() or 2
         assert app.engine.target.threads == (max(1, cores - 1), cores)
+
+
+async def test_the_session_memory_holds_the_opened_file_and_what_the_user_saved(project, settings_for, env):
+    # No automatic completions: their answers would be remembered too, and this is about the files.
+    app = make_app(settings_for(project, **{"completion.auto": False}), project / "adders.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        memory = app.engine.decoder.drafter.memory  # the default drafter: the session drafter
+        # The file was opened while the model loaded: it is remembered once the engine is there.
+        await wait_for(pilot, lambda: memory.tokens > 20)
+        opened = memory.tokens
+        app.active_editor.insert("def sum_of_squares(values):\n    return sum(v * v for v in values)\n")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: memory.tokens > opened + 20)

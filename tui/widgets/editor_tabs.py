@@ -406,6 +406,7 @@ class EditorTabs(Vertical):
         open_file.mark_saved()
         open_file.deleted = False
         self.refresh_label(open_file)
+        self.run_worker(self.completer.remember(text), group="remember", exit_on_error=False)  # what the user wrote
         self.post_message(self.Saved(path, created))
         self.notify(f"Saved {path.name}", timeout=2, markup=False)
         return True
@@ -466,6 +467,7 @@ class EditorTabs(Vertical):
         scroll = editor.scroll_offset
         open_file.file = fresh
         editor.load_text(fresh.text)
+        self.run_worker(self.completer.remember(fresh.text), group="remember", exit_on_error=False)
         open_file.mark_saved()
         open_file.deleted = False
         row = min(cursor[0], editor.document.line_count - 1)
