@@ -50,7 +50,8 @@ class SessionDrafter:
         self._last = 0
         self.last_source = ""
         self.store = store
-        self.store_note = ""  # what loading or saving the store did, for the user
+        self.store_note = ""  # what loading the store did, for the user
+        self.save_error: str | None = None  # why the store could not be written at `close`
         if store is not None:
             tokens, self.store_note = store.load()
             if tokens is not None:
@@ -131,5 +132,5 @@ class SessionDrafter:
 
     def close(self) -> None:
         if self.store is not None:
-            self.store_note = self.store.save(self.memory.held_text()) or self.store_note
+            self.save_error = self.store.save(self.memory.held_text())
             self.store = None  # once: a closed drafter's memory is what was saved

@@ -159,6 +159,7 @@ class LocalEngine:
         t = self.target
         assert t is not None
         model_drafter = drafter.model_drafter if isinstance(drafter, HybridDrafter) else drafter
+        session = session_drafter(drafter)
         draft_layers = model_drafter.model.gpu_layers if isinstance(model_drafter, ModelDrafter) else 0
         self.info = EngineInfo(
             target_name=t.name,
@@ -172,7 +173,7 @@ class LocalEngine:
             chat_template=t.chat_template is not None,
             backend="local",
             alternatives=True,
-            notes=tuple(n for n in [getattr(session_drafter(drafter), "store_note", "")] if n),
+            notes=(session.store_note,) if session is not None and session.store_note else (),
         )
 
     async def start(self) -> None:
@@ -236,8 +237,8 @@ class LocalEngine:
         """Close a drafter; a session memory that could not be saved is logged (the app has gone)."""
         drafter.close()
         session = session_drafter(drafter)
-        if session is not None and session.store_note.startswith("session memory not saved"):
-            logging.getLogger("specterm").warning(session.store_note)
+        if session is not None and session.save_error:
+            logging.getLogger("specterm").warning(session.save_error)
 
     async def remember(self, text: str) -> None:
         """Queue `text` for the session drafter's index, on the worker: the caller (a keystroke, a

@@ -416,7 +416,7 @@ class Model:
 
         h = hashlib.sha256()
         for piece in self.pieces():
-            h.update(len(piece).to_bytes(2, "little") + piece)
+            h.update(len(piece).to_bytes(4, "little") + piece)
         h.update(f"{self.vocab_type}:{self.bos}:{self.eos}".encode())
         return h.hexdigest()[:32]
 
