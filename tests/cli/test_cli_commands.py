@@ -56,6 +56,14 @@ def test_doctor_on_the_demo_with_no_config_at_all(sandbox: Sandbox):
     for label in ("Target", "Draft", "Vocabularies", "Speculation", "GPU offload", "Memory", "FIM"):
         assert label in r.out
     assert "session memory" in r.out  # the default drafter without a draft model
+    assert "32 MB cap, kept in memory only" in r.out  # nothing is saved unless asked
+
+
+def test_doctor_says_where_a_saved_session_memory_lives(sandbox: Sandbox):
+    (sandbox.cwd / ".specterm.toml").write_text('[draft]\nsession_store = "state/memory.npz"\n')
+    r = sandbox.run("doctor")
+    assert r.rc == 0, r.err
+    assert f"kept between runs in {sandbox.cwd / 'state' / 'memory.npz'}" in r.out
     assert r.err == ""  # llama.cpp's log stays quiet without --verbose
 
 
