@@ -66,7 +66,7 @@ def resolve_target(settings: ModelSettings) -> ModelSettings:
     return settings
 
 
-def _session_drafter(draft: DraftSettings, target: Model) -> SessionDrafter:
+def _build_session_drafter(draft: DraftSettings, target: Model) -> SessionDrafter:
     """The session drafter, reading its memory back from `session_store` when one is set."""
     store = None
     if draft.session_store:
@@ -81,7 +81,7 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
     if draft.kind == "lookup":
         return LookupDrafter(*ngram)
     if draft.kind == "session":
-        return _session_drafter(draft, target)
+        return _build_session_drafter(draft, target)
     if draft.kind == "model":
         if draft.model is None:
             raise ModelLoadError("The draft kind is 'model' but no draft model path is set.",
@@ -96,7 +96,7 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         # A derived copy of the target (same tensors, other types) reads the target's KV cache.
         source = target if is_derived_pair(target.path, draft.model.path) else None
         model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min, source=source)
-        return HybridDrafter(_session_drafter(draft, target), model) if draft.hybrid else model
+        return HybridDrafter(_build_session_drafter(draft, target), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
 
