@@ -24,7 +24,10 @@ the cursor is dropped; trailing blank lines go; when the cursor sits at the end 
 indentation, the suggestion adds no more blanks there (the user's indentation wins).
 
 The time rule (`Deadline`): a suggestion's budget counts from the keystroke, but one that has read
-its prompt and begun writing gets at least GENERATION_FLOOR_S more.
+its prompt and begun writing gets at least GENERATION_FLOOR_S more; and once writing, it writes for
+at most its predict budget (as llama.vim's t_max_predict_ms): on a machine that writes 80 tokens a
+second a 64-token suggestion would take most of a second after its first character, while its
+first lines are what the user reads and takes; the rest follows from the prefetch.
 """
 
 from __future__ import annotations
@@ -46,18 +49,26 @@ GENERATION_FLOOR_S = 0.5
 
 class Deadline:
     """When a completion must stop writing: `time_budget_s` after its keystroke (`started_at`,
-    monotonic; None: now), and never sooner than GENERATION_FLOOR_S after it began writing."""
+    monotonic; None: now), and never sooner than GENERATION_FLOOR_S after it began writing; and
+    never later than `predict_budget_s` after it began writing."""
 
     def __init__(self, req: CompletionRequest) -> None:
         budget = req.time_budget_s
         self.at = None if not budget else (req.started_at or time.monotonic()) + budget
+        self._predict = req.predict_budget_s or None
         self._writing = False
 
     def writing(self) -> None:
         """The prompt is read and the first text is there (called once; later calls are no-ops)."""
-        if self.at is not None and not self._writing:
-            self._writing = True
-            self.at = max(self.at, time.monotonic() + GENERATION_FLOOR_S)
+        if self._writing:
+            return
+        self._writing = True
+        now = time.monotonic()
+        if self.at is not None:
+            self.at = max(self.at, now + GENERATION_FLOOR_S)
+        if self._predict is not None:
+            cap = now + self._predict
+            self.at = cap if self.at is None else min(self.at, cap)
 
     def left(self) -> float | None:
         """Seconds left (0 when passed), None without a budget."""

@@ -42,7 +42,10 @@ class CompletionRequest:
     `time_budget_s` ends the completion when it would keep an editor waiting too long, counted
     from `started_at` (time.monotonic() of the keystroke that asked; None: when the engine starts
     it), so time spent waiting for the engine counts too; one that has read its prompt and begun
-    writing still gets GENERATION_FLOOR_S (`completion.Deadline`).
+    writing still gets GENERATION_FLOOR_S (`completion.Deadline`). `predict_budget_s` caps the
+    writing itself: the completion ends this long after its first text (llama.vim's
+    t_max_predict_ms), so a slow machine shows a shorter suggestion at once rather than a long one
+    late; the next part comes from the prefetch (asked as if this one were accepted).
     `first_token_rank` k > 0 asks for an alternative: the target's k-th most likely first token
     (0 is the most likely), then its own greedy continuation — distinct first tokens, so distinct
     suggestions. Engines that cannot (`EngineInfo.alternatives` False) answer with an error.
@@ -58,6 +61,7 @@ class CompletionRequest:
     multiline: bool = True
     max_lines: int = 16
     time_budget_s: float | None = None
+    predict_budget_s: float | None = None
     first_token_rank: int = 0
     started_at: float | None = None
 

@@ -113,6 +113,7 @@ class CompletionConfig:
     multiline: bool
     max_lines: int
     time_budget_ms: int
+    predict_ms: int
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "completion.max_tokens": _at_least(1),
     "completion.max_lines": _at_least(1),
     "completion.time_budget_ms": _at_least(0),
+    "completion.predict_ms": _at_least(0),
     "chat.max_tokens": _at_least(1),
     "generate.max_tokens": _at_least(1),
 }

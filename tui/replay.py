@@ -376,7 +376,8 @@ class Replay:
         await engine.forget_session()
         await engine.remember(self.blanked)
         for r in timed:  # the same requests and token counts, one after another, the UI idle
-            request = replace(r.request, max_tokens=r.stats.tokens, time_budget_s=None, started_at=None)
+            request = replace(r.request, max_tokens=r.stats.tokens, time_budget_s=None,
+                              predict_budget_s=None, started_at=None)
             finished = [e async for e in engine.stream(request) if isinstance(e, Finished)][-1]
             if finished.reason not in ("eos", "length", "stop") or not finished.stats.tokens:
                 continue

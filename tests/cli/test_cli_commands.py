@@ -21,7 +21,7 @@ STATS_KEYS = {
     "tokens_per_second", "draft_max",
 }
 # Completion runs must not be cut short by the inline time budget on a busy 2-core CI machine.
-NO_TIME_BUDGET = "[completion]\ntime_budget_ms = 0\n"
+NO_TIME_BUDGET = "[completion]\ntime_budget_ms = 0\npredict_ms = 0\n"
 
 
 def check_result_json(out: str, *, draft: str, draft_max: int, max_tokens: int) -> dict:

@@ -160,3 +160,33 @@ def test_the_deadline_counts_from_the_keystroke_with_a_floor_once_writing():
     none = Deadline(CompletionRequest(prefix="x"))
     none.writing()
     assert none.left() is None and not none.passed()
+
+
+def test_the_predict_budget_caps_the_writing_once_it_began():
+    import time
+
+    from specterm.engine.completion import Deadline
+
+    capped = Deadline(CompletionRequest(prefix="x", time_budget_s=30.0, predict_budget_s=0.2,
+                                        started_at=time.monotonic()))
+    assert 29.0 < capped.left() <= 30.0  # before the first text only the keystroke budget counts
+    capped.writing()
+    assert 0.0 < capped.left() <= 0.2
+    only = Deadline(CompletionRequest(prefix="x", predict_budget_s=0.2))
+    assert only.left() is None  # no budget before writing: a slow prompt is never cut short
+    only.writing()
+    assert 0.0 < only.left() <= 0.2
+    late = Deadline(CompletionRequest(prefix="x", time_budget_s=1.0, predict_budget_s=5.0,
+                                      started_at=time.monotonic() - 60))
+    late.writing()  # the keystroke budget is spent: the floor, not the larger predict budget
+    assert 0.0 < late.left() <= 0.6
+
+
+async def test_a_predict_budget_ends_a_suggestion_early_with_the_start_of_the_same_text(engine):
+    code = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n"
+    whole = CompletionRequest(prefix=code, suffix="", max_tokens=64, max_lines=50)
+    _, _, full = await collect(engine, whole)
+    _, _, cut = await collect(engine, CompletionRequest(**{**whole.__dict__, "predict_budget_s": 0.05}))
+    assert full.stats.tokens > 8
+    assert cut.reason == "time" and 0 < cut.stats.tokens < full.stats.tokens
+    assert cut.text.strip() and full.text.startswith(cut.text.rstrip())

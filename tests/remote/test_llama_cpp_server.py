@@ -312,7 +312,7 @@ def test_cli_doctor_json_and_complete_through_the_server(llama_cpp_server, tmp_p
     src = tmp_path / "add.py"
     src.write_text("def add(a, b):\n    return \n")
     no_budget = tmp_path / "no-budget.toml"  # a loaded CI machine must not turn this into "time"
-    no_budget.write_text("[completion]\ntime_budget_ms = 0\n")
+    no_budget.write_text("[completion]\ntime_budget_ms = 0\npredict_ms = 0\n")
     res = run_specterm("complete", f"{src}:2:12", "--backend", "openai", "--url", llama_cpp_server.url,
                        "--config", str(no_budget), "--max-tokens", "8", "--json", env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr

@@ -34,7 +34,7 @@ def remote_app(tmp_path, monkeypatch, url: str) -> SpectermApp:
     settings = load_settings(
         project_dir=project,
         overrides={"engine.backend": "openai", "engine.url": url, "chat.max_tokens": 300,
-                   "completion.time_budget_ms": 0},
+                   "completion.time_budget_ms": 0, "completion.predict_ms": 0},
         env=env,
     )
     return SpectermApp(settings, project / "hello.py", environ=env, watch=False)

@@ -25,6 +25,7 @@ TEST_OVERRIDES = {
     "completion.max_tokens": 12,
     "completion.max_lines": 3,
     "completion.time_budget_ms": 0,
+    "completion.predict_ms": 0,
     "chat.max_tokens": 48,
     "model.ctx": 2048,
 }

@@ -32,6 +32,7 @@ class CompletionOptions:
     multiline: bool = True
     max_lines: int = 8
     time_budget_s: float | None = 3.0
+    predict_budget_s: float | None = 0.5
 
     @classmethod
     def from_config(cls, config) -> "CompletionOptions":  # config: tui.config.CompletionConfig
@@ -42,6 +43,7 @@ class CompletionOptions:
             multiline=config.multiline,
             max_lines=config.max_lines,
             time_budget_s=(config.time_budget_ms / 1000.0) if config.time_budget_ms else None,
+            predict_budget_s=(config.predict_ms / 1000.0) if config.predict_ms else None,
         )
 
 
@@ -103,6 +105,7 @@ class Completer:
             multiline=o.multiline,
             max_lines=o.max_lines,
             time_budget_s=o.time_budget_s,
+            predict_budget_s=o.predict_budget_s,
             started_at=keystroke_at,
         )
 

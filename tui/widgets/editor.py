@@ -609,7 +609,7 @@ class CodeEditor(TextArea):
                     self._ghost = None
                 else:
                     self._prefetch_next()
-                    if event.reason in ("eos", "length", "stop"):
+                    if event.reason in ("eos", "length", "stop", "time"):  # time: the predict budget
                         self._fetch_alternatives(ghost, request)
 
     def _redraw_ghost(self) -> None:
