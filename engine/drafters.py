@@ -355,11 +355,24 @@ class LookupDrafter:
         self.ngram_max = max(self.ngram_min, ngram_max)
         self._seen: list[int] = []
         self._index: list[dict[tuple[int, ...], int]] = []
+        self._copy = (-1, -1)  # (where the last draft copied from, the history length then)
         self._reset()
 
     def _reset(self) -> None:
         self._seen = []
         self._index = [dict() for _ in range(self.ngram_max + 1)]
+        self._copy = (-1, -1)
+
+    def _follow(self, history: list[int]) -> int | None:
+        """Where the text the last draft copied continues, when everything written since followed
+        it. Why: an edit copies its input run by run, and within a run the n-gram index knows only
+        the latest place a short n-gram occurred (in code, `        return self.` occurs
+        everywhere): it re-anchors on another occurrence and drafts that one's continuation."""
+        src, at = self._copy
+        grown = len(history) - at
+        if src < 0 or grown <= 0 or src + grown >= len(history):
+            return None
+        return src + grown if history[at:] == history[src:src + grown] else None
 
     def _update(self, history: list[int]) -> None:
         """Index every n-gram whose continuation is known: key -> position of the next token."""
@@ -373,6 +386,14 @@ class LookupDrafter:
                     break
                 self._index[n][tuple(history[j - n : j])] = j
         self._seen = list(history)
+
+    def _match_at(self, history: list[int], j: int) -> int:
+        """How many of the last tokens (at most ngram_max) equal those before position j: the
+        n-gram length a draft from j followed, as the controller weighs evidence by it."""
+        n = 0
+        while n < self.ngram_max and n < j and history[-1 - n] == history[j - 1 - n]:
+            n += 1
+        return n
 
     def begin(self, prompt: list[int]) -> None:
         pass  # indexing is incremental and cheap: it happens at the first draft
@@ -402,12 +423,20 @@ class LookupDrafter:
         if n_max <= 0 or not history:
             return out
         self._update(history)
+        j = None
         for n in range(min(self.ngram_max, len(history)), self.ngram_min - 1, -1):
             j = self._index[n].get(tuple(history[-n:]))
             if j is not None:
-                out.tokens = history[j : j + n_max]
                 out.match = n
                 break
+        follow = self._follow(history)
+        if follow is not None and follow != j:
+            j, out.match = follow, self._match_at(history, follow)
+        if j is not None:
+            out.tokens = history[j : j + n_max]
+            self._copy = (j, len(history))
+        else:
+            self._copy = (-1, -1)
         out.time_s = time.perf_counter() - t0
         return out
 

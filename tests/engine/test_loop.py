@@ -111,6 +111,24 @@ def test_lookup_drafter_proposes_what_followed_the_last_match():
     assert d.draft([1, 2, 3], 4, SamplingSettings(), np.random.default_rng(0)).tokens == []
 
 
+def test_lookup_drafter_keeps_following_the_copy_it_drafted_from():
+    """Two runs of the input share a 4-gram (3 4 5 6): once the output follows the first run, the
+    draft continues that run, not the latest place the 4-gram occurred (the second run)."""
+    import numpy as np
+
+    d = LookupDrafter(1, 4)
+    s, rng = SamplingSettings(), np.random.default_rng(0)
+    prompt = [0, 1, 2, 3, 4, 5, 6, 7, 8, 99, 1, 2, 3, 4, 5, 6, 7, 9, 98]
+    assert d.draft(prompt + [0, 1], 8, s, rng).tokens == [2, 3, 4, 5, 6, 7, 8, 99]
+    # the target took 4 of them and wrote the 5th itself, as the run has it
+    followed = d.draft(prompt + [0, 1, 2, 3, 4, 5, 6], 3, s, rng)
+    assert followed.tokens == [7, 8, 99] and followed.match == 4
+    # a fresh drafter with the same history only has the index: the latest occurrence's text
+    assert LookupDrafter(1, 4).draft(prompt + [0, 1, 2, 3, 4, 5, 6], 3, s, rng).tokens == [7, 9, 98]
+    # the output left the run (an edit): the index anchors again
+    assert d.draft(prompt + [0, 1, 2, 3, 4, 5, 6, 7, 9], 2, s, rng).tokens == [98, 0]
+
+
 def test_stats_json_has_the_contract_fields(models, engine_factory):
     eng = engine_factory(models.demo, "none")
     stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=5)).stats
