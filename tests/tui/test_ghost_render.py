@@ -42,3 +42,22 @@ async def test_multi_line_ghost_rows_push_the_document_down():
         assert row_text(editor, 0).endswith("result = call()")
         assert row_text(editor, 1).endswith("next_line()")
         assert editor.virtual_size.height == editor.document.line_count
+
+
+async def test_the_placeholder_shows_exactly_while_the_document_is_empty():
+    """While a line renders, the editor answers Textual's "is the document empty?" from its size
+    instead of joining every line: the placeholder must still come and go with the text."""
+    app = EditorApp("")
+    async with app.run_test(size=(60, 10)) as pilot:
+        editor = app.query_one(CodeEditor)
+        editor.placeholder = "nothing here yet"
+        editor.focus()
+        await pilot.pause()
+        assert "nothing here yet" in row_text(editor, 0)
+        await pilot.press("x")
+        assert "nothing here yet" not in row_text(editor, 0) and row_text(editor, 0).endswith("x")
+        await pilot.press("backspace", "enter")
+        assert "nothing here yet" not in row_text(editor, 0)  # two empty lines are not empty
+        assert editor.text == "\n"  # outside rendering, the real text
+        await pilot.press("backspace")
+        assert "nothing here yet" in row_text(editor, 0)
