@@ -407,3 +407,16 @@ async def test_the_session_memory_holds_the_opened_file_and_what_the_user_saved(
         app.active_editor.insert("def sum_of_squares(values):\n    return sum(v * v for v in values)\n")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: memory.tokens > opened + 20)
+
+
+async def test_what_lives_as_long_as_the_app_is_not_walked_by_every_collection(project, settings_for, env):
+    """A full garbage collection of the started app (Textual, the UI, the engine's Python side)
+    took 60-100 ms and held up the keystroke that set it off; once the model is loaded those
+    objects are frozen out of collections, and thawed when the app ends."""
+    import gc
+
+    app = make_app(settings_for(project), project / "adders.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        assert gc.get_freeze_count() > 10_000
+    assert gc.get_freeze_count() == 0
