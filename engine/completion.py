@@ -315,6 +315,14 @@ def live_completion(text: str, req: CompletionRequest) -> str:
     return finish_completion(text, req)
 
 
+def ended_completion(text: str, req: CompletionRequest, reason: str) -> str:
+    """The text a completion shows once it has ended (every backend's `Finished.text`): a natural
+    end by `finish_completion`; one the time budget cut by the live rules, as it was on screen,
+    so it never ends on half a later line (`    if` under two whole lines); Tab takes the whole
+    lines and the prefetch goes on from there."""
+    return live_completion(text, req) if reason == "time" else finish_completion(text, req)
+
+
 def worth_caching(reason: str, text: str) -> bool:
     """Whether a finished completion may be cached for its cursor: a complete answer, or one the
     time budget cut after some text. A completion cut before any text (a cold server still reading

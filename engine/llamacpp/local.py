@@ -29,7 +29,7 @@ from ..hybrid_drafter import HybridDrafter, session_drafter
 from ..session_drafter import SessionDrafter
 from ..session_store import SessionStore
 from ..errors import EngineError, ModelLoadError
-from ..completion import Deadline, InlineStops, finish_completion
+from ..completion import Deadline, InlineStops, ended_completion
 from .fim_prompt import build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
 from .derive import is_derived_pair
@@ -472,7 +472,7 @@ class LocalEngine:
         # What the model wrote is part of the session: a later answer or edit may repeat it.
         self.remember_sync(result.tokens)
         if isinstance(request, CompletionRequest):
-            result = replace(result, text=finish_completion(result.text, request))
+            result = replace(result, text=ended_completion(result.text, request, result.reason))
         return result
 
 

@@ -42,8 +42,8 @@ import httpx
 from ..completion import (
     Deadline,
     InlineStops,
+    ended_completion,
     estimate_tokens,
-    finish_completion,
     fit_fim_text,
     prompt_budget,
     without_cursor_indentation,
@@ -481,7 +481,7 @@ class RemoteEngine:
         delta_counters = after.minus(before) if (after is not None and before is not None) else None
         stats = self._stats(state, delta_counters)
         self._session.merge(stats)
-        text = finish_completion(state.text, request) if is_fim else state.text
+        text = ended_completion(state.text, request, reason) if is_fim else state.text
         yield Finished(reason=reason, text=text, stats=stats, error=error)
 
     def _failed(self, state: ReplyState, message: str) -> tuple[FinishReason, str]:

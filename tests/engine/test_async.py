@@ -190,3 +190,15 @@ async def test_a_predict_budget_ends_a_suggestion_early_with_the_start_of_the_sa
     assert full.stats.tokens > 8
     assert cut.reason == "time" and 0 < cut.stats.tokens < full.stats.tokens
     assert cut.text.strip() and full.text.startswith(cut.text.rstrip())
+
+
+def test_a_completion_cut_by_time_ends_on_a_whole_line():
+    """Cut mid-line under whole lines, a suggestion shows the whole lines only (as it streamed):
+    never `    if` dangling under them; a first line still being written is kept."""
+    from specterm.engine.completion import ended_completion
+
+    req = CompletionRequest(prefix="def f(x):\n", suffix="", max_lines=8)
+    text = "    y = x + 1\n    z = y * 2\n    if"
+    assert ended_completion(text, req, "time") == "    y = x + 1\n    z = y * 2"
+    assert ended_completion(text, req, "length") == text  # cut by its length: as before
+    assert ended_completion("    return x +", req, "time") == "    return x +"
