@@ -19,7 +19,10 @@ suggestion after `def f():` may still be the next line. Why this rule: the cap i
 sees, and single-line mode is the same rule with a cap of one.
 
 Then: the suggestion ends at the end of the cursor's block (a line indented less than the cursor's
-line), and at a line that repeats the line after the cursor; text that merely repeats what follows
+line; at the end of a line that has code, the block of the suggestion's first new line when that
+steps out to an enclosing block, never to the top level: after `return v` that ends an `if`, the
+code goes on in the function, and Tab on such a suggestion must be followed by the next one), and
+at a line that repeats the line after the cursor; text that merely repeats what follows
 the cursor is dropped; trailing blank lines go; when the cursor sits at the end of a line's
 indentation, the suggestion adds no more blanks there (the user's indentation wins).
 
@@ -205,7 +208,17 @@ class InlineStops:
         self.line_cap = max(1, req.max_lines) if req.multiline else 1
         cur = req.prefix.rsplit("\n", 1)[-1]
         self.block_indent = line_indent(cur) if cur.strip() else len(cur)
+        # at the end of a line with code, a suggestion may step out to an enclosing block
+        self.may_step_out = bool(cur.strip()) and not req.suffix.split("\n", 1)[0].strip()
         self.next_lines = following_lines(req.suffix, 3)
+
+    def block_for(self, lines: list[str]) -> int:
+        """The indentation below which a suggestion's `lines` end it (the rule above)."""
+        if self.may_step_out:
+            first = next((ln for ln in lines[1:] if ln.strip()), None)
+            if first is not None and 0 < line_indent(first) < self.block_indent:
+                return line_indent(first)
+        return self.block_indent
 
     def __call__(self, text: str) -> str | None:
         if "\n" not in text:
@@ -213,8 +226,9 @@ class InlineStops:
         done = text.split("\n")[:-1]  # lines completed so far
         if len(done) - lead_in(done + [""]) >= self.line_cap:
             return "stop"
+        block = self.block_for(done)
         for ln in done[1:]:
-            if ln.strip() and line_indent(ln) < self.block_indent:
+            if ln.strip() and line_indent(ln) < block:
                 return "stop"
         if self.next_lines and len(done) >= 2 and done[-1].strip() and \
                 done[-1].strip() == self.next_lines[0].strip():
@@ -290,8 +304,9 @@ def finish_completion(text: str, req: CompletionRequest) -> str:
     lead = lead_in(lines)
     lines = lines[: lead + stops.line_cap]
     keep = [lines[0]]
+    block = stops.block_for(lines)
     for ln in lines[1:]:
-        if ln.strip() and line_indent(ln) < stops.block_indent:
+        if ln.strip() and line_indent(ln) < block:
             break
         keep.append(ln)
     while len(keep) > 1 and not keep[-1].strip():

@@ -161,6 +161,26 @@ def test_finish_completion_stops_at_the_end_of_the_block_and_the_line_cap():
     assert finish_completion("\n    return 1\n    x = 2", after_colon) == "\n    return 1"
 
 
+def test_after_a_line_that_ends_a_nested_block_a_suggestion_may_step_out_of_it():
+    """Tab on `return v, v, v` that ends an `if` used to be followed by no suggestion at all: the
+    next line is a dedent, and the block rule cut it. At the end of a line with code the
+    suggestion may step out to an enclosing block, never to the top level; elsewhere the rule
+    is as before."""
+    prefix = "def f(s, v):\n    if s == 0.0:\n        return v, v, v"
+    req = CompletionRequest(prefix=prefix, suffix="", max_lines=8)
+    text = "\n    if s == 1.0:\n        return v, 0, 0\n    return 0, 0, 0\n\ndef g():\n    pass"
+    assert finish_completion(text, req) == "\n    if s == 1.0:\n        return v, 0, 0\n    return 0, 0, 0"
+    stops = InlineStops(req)
+    assert stops(text.split("def g")[0]) is None and stops(text + "\n") == "stop"
+    # to the top level: not a step out (the next function is not this block's business)
+    assert finish_completion("\ndef g():\n    pass", req) == ""
+    # with code after the cursor on its line, or the cursor in the indentation: as before
+    mid = CompletionRequest(prefix=prefix, suffix="  # done\n", max_lines=8)
+    assert finish_completion(text, mid) == ""
+    blank = CompletionRequest(prefix="def f(s, v):\n    if s:\n        ", suffix="", max_lines=8)
+    assert finish_completion("x = 1\n    return x", blank) == "x = 1"
+
+
 def test_the_stop_check_and_the_finished_text_apply_the_same_line_cap():
     """Generation stops (InlineStops) exactly when finish_completion would cut: no line generated
     that is then thrown away, none cut that the cap allows."""
