@@ -97,6 +97,7 @@ def test_doctor_names_a_derived_draft(sandbox: Sandbox, models, demo_path: str):
     r = sandbox.run("doctor", "--draft", models.draft_q4)
     assert r.rc == 0, r.err
     assert "derived copy of the target" in r.out
+    assert "none (plain decoding" not in r.out and "MB cap" not in r.out  # a model draft, no memory
     obj = json.loads(sandbox.run("doctor", "--json", "--draft", models.draft_q4).out)
     assert obj["report"]["derived_draft"] is True
     obj = json.loads(sandbox.run("doctor", "--json", "--draft", demo_path).out)

@@ -152,16 +152,15 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
     elif report.draft_kind == "session":
         out.write(f"{'Draft':<14}session memory (n-grams from the prompt, the output, files opened and "
                   "earlier answers; no model)\n")
-    uses_memory = report.draft_kind == "session" or (report.draft is not None and settings.draft.hybrid)
-    if uses_memory:
-        store = settings.draft.session_store
-        kept = (f"kept between runs in {store} (set in {settings.origin('draft.session_store')})" if store
-                else "kept in memory only ([draft] session_store = PATH keeps it between runs)")
-        out.write(f"{'':<14}{settings.draft.session_mb} MB cap, {kept}\n")
     elif report.draft_kind == "lookup":
         out.write(f"{'Draft':<14}prompt lookup (n-grams from the prompt and the output; no model)\n")
     else:
         out.write(f"{'Draft':<14}none (plain decoding, no speculation)\n")
+    if report.draft_kind == "session" or (report.draft is not None and settings.draft.hybrid):
+        store = settings.draft.session_store
+        kept = (f"kept between runs in {store} (set in {settings.origin('draft.session_store')})" if store
+                else "kept in memory only ([draft] session_store = PATH keeps it between runs)")
+        out.write(f"{'':<14}{settings.draft.session_mb} MB cap, {kept}\n")
 
     if report.vocab_compatible is True and report.derived_draft:
         vocab = ("compatible: the draft is a derived copy of the target (the same model in fewer "
