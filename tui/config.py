@@ -115,6 +115,16 @@ class CompletionConfig:
     time_budget_ms: int
     predict_ms: int
 
+    @property
+    def time_budget_s(self) -> float | None:
+        """`time_budget_ms` as a request takes it (0: no budget)."""
+        return self.time_budget_ms / 1000 if self.time_budget_ms else None
+
+    @property
+    def predict_budget_s(self) -> float | None:
+        """`predict_ms` as a request takes it (0: no budget)."""
+        return self.predict_ms / 1000 if self.predict_ms else None
+
 
 @dataclass(frozen=True)
 class ChatConfig:

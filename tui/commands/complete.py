@@ -103,8 +103,8 @@ def build_request(settings: Settings, loc: Location, text: str) -> CompletionReq
         max_tokens=c.max_tokens,
         multiline=c.multiline,
         max_lines=c.max_lines,
-        time_budget_s=c.time_budget_ms / 1000 if c.time_budget_ms else None,
-        predict_budget_s=c.predict_ms / 1000 if c.predict_ms else None,
+        time_budget_s=c.time_budget_s,
+        predict_budget_s=c.predict_budget_s,
     )
 
 

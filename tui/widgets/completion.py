@@ -42,8 +42,8 @@ class CompletionOptions:
             max_tokens=config.max_tokens,
             multiline=config.multiline,
             max_lines=config.max_lines,
-            time_budget_s=(config.time_budget_ms / 1000.0) if config.time_budget_ms else None,
-            predict_budget_s=(config.predict_ms / 1000.0) if config.predict_ms else None,
+            time_budget_s=config.time_budget_s,
+            predict_budget_s=config.predict_budget_s,
         )
 
 
