@@ -53,6 +53,10 @@ class Draft:
     # after drafting was off or a new prompt, a cost of turning drafting on.
     catchup_s: float = 0.0
     catchup_tokens: int = 0
+    # One-token draft-model decodes while drafting, after the read: every drafted token but the
+    # last of a full-length draft (its logits give the next one), and the last too when the draft
+    # stopped at p_min (its logits said to stop). With the read, all the model work a draft did.
+    decodes: int = 0
     # Which drafter proposed each token (a hybrid mixes them); None: the drafter's own kind.
     sources: list[str] | None = None
     # A free drafter's n-gram match length behind the proposal (0: a draft model's guess). The
@@ -68,7 +72,7 @@ class Draft:
     def cut(self, n: int) -> "Draft":
         """The first n proposals (timings kept: they were spent either way)."""
         return Draft(self.tokens[:n], None if self.q is None else self.q[:n], self.time_s,
-                     self.catchup_s, self.catchup_tokens,
+                     self.catchup_s, self.catchup_tokens, self.decodes,
                      None if self.sources is None else self.sources[:n], self.match, self.adopted_tokens,
                      min(self.free_tokens, n))
 
@@ -313,6 +317,7 @@ class ModelDrafter:
             if i + 1 < n_max:  # the last drafted token needs no logits
                 self.model.decode([tok], self._view_len())
                 self._text.append(tok)
+                out.decodes += 1
         out.q = None if greedy else qs
         out.time_s = time.perf_counter() - t0
         return out

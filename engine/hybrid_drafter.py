@@ -143,6 +143,7 @@ class HybridDrafter:
             out.tokens += more.tokens
             out.q = _combine_q(out.tokens[:n_s], more)
             out.catchup_s, out.catchup_tokens = more.catchup_s, more.catchup_tokens
+            out.decodes = more.decodes
             out.adopted_tokens = more.adopted_tokens
         self._split = (n_s, len(out.tokens) - n_s)
         self._model_read = n_m > 0

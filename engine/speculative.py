@@ -443,6 +443,8 @@ class SpeculativeDecoder:
             stats.draft_time_s += draft.time_s
             stats.draft_catchup_time_s += draft.catchup_s
             stats.draft_catchup_tokens += draft.catchup_tokens
+            stats.draft_reads += int(draft.catchup_tokens > 0)
+            stats.draft_decodes += draft.decodes
             stats.draft_adopted_tokens += draft.adopted_tokens
             stats.draft_length = k
             stats.drafting = not controller.off

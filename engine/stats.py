@@ -29,6 +29,10 @@ class Stats:
     # drafting was off) before it could draft; and how many tokens that was.
     draft_catchup_time_s: float = 0.0
     draft_catchup_tokens: int = 0
+    # The draft model's work: reads before a draft (each is one decode call of catchup tokens)
+    # and one-token decodes while drafting. The bench prices them at measured costs.
+    draft_reads: int = 0
+    draft_decodes: int = 0
     # Positions a derived draft copied from the target's KV cache instead of reading them.
     draft_adopted_tokens: int = 0
     verify_time_s: float = 0.0  # time in target passes during generation

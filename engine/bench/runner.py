@@ -12,7 +12,8 @@ What `specterm bench` measures, and why it is built this way:
   prompt time is not measured at all (tokens/s covers generation only).
 - The costs the theory needs are measured directly with the Model API, not inferred from the loop:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
-  argmax) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
+  argmax), t_read (one more token in the draft model's read of what the last pass emitted: a
+  two-token draft decode minus a one-token one) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
   asks, timed at a few k and interpolated). They are measured at a task's own position in the
   context (its prompt plus half its output), once per 256-token bucket of positions: attention
   over a longer context makes every pass dearer, so one set of costs for all tasks would
@@ -74,20 +75,37 @@ def draft_length_histogram(stats: Stats) -> dict[int, int]:
 def predicted_for(stats: Stats, costs: Costs) -> tuple[float | None, float | None, float | None]:
     """(predicted speedup, mean draft length, fitted acceptance a) for a speculative run.
 
-    The predicted time of the run is the sum over its passes of g_i * t_d + t_v(g_i + 1) for the
-    draft lengths g_i it actually used; E is the run's measured tokens per pass. With a single
-    draft length g this is exactly E(g) * t1 / (g * t_d + t_v(g + 1)) with a fitted from E.
+    The predicted time of the run is the sum over its passes of t_v(g_i + 1) for the draft
+    lengths g_i it actually used, plus the draft model's work priced at the measured costs
+    (`draft_model_time`); E is the run's measured tokens per pass. With a single draft length g
+    and the draft model doing what the theory counts (g decodes a draft) this is exactly
+    E(g) * t1 / (g * t_d + t_v(g + 1)) with a fitted from E.
     """
     hist = draft_length_histogram(stats)
     passes = sum(hist.values())
     first_tokens = max(stats.requests, 1)  # each request's first token comes from its prompt pass
     if passes <= 0 or stats.tokens <= first_tokens:
         return None, None, None
-    cost = sum(n * (g * costs.t_d + costs.verify(g + 1)) for g, n in hist.items()) / passes
+    cost = (sum(n * costs.verify(g + 1) for g, n in hist.items())
+            + draft_model_time(stats, hist, costs)) / passes
     e = (stats.tokens - first_tokens) / passes
     g_mean = sum(g * n for g, n in hist.items()) / passes
     a = fit_acceptance(e, max(1, round(g_mean))) if g_mean > 0 else None
     return e * costs.t1 / cost, g_mean, a
+
+
+def draft_model_time(stats: Stats, hist: dict[int, int], costs: Costs) -> float:
+    """What the draft model's work in a run costs at the measured t_d and t_read: each read before
+    a draft is one decode call (t_d, plus t_read for every token beyond the first: after a pass
+    that took a whole draft it reads two tokens, after drafting was off all it missed), and each
+    one-token decode while drafting is t_d. The theory's g * t_d counts a read of one token and
+    g - 1 decodes; a draft that stops at p_min decodes its last token as well, and one that
+    stops at once drafted nothing for its read. Without those counts (a drafter that reports no
+    reads): g * t_d a pass."""
+    if not stats.draft_reads:
+        return sum(n * g * costs.t_d for g, n in hist.items())
+    extra = max(stats.draft_catchup_tokens - stats.draft_reads, 0)
+    return (stats.draft_reads + stats.draft_decodes) * costs.t_d + extra * costs.t_read
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -154,6 +172,8 @@ class Comparison:
             "verify_ms_per_pass": _r(s.verify_time_s / passes * 1e3),
             "verify_ms_per_pass_predicted": _r(predicted * 1e3),
             "draft_ms_per_drafted_token": _r(s.draft_time_s / s.drafted * 1e3) if s.drafted else None,
+            "draft_ms_per_drafted_token_predicted": _r(
+                draft_model_time(s, hist, costs) / s.drafted * 1e3) if s.drafted else None,
             "t_d_ms": _r(costs.t_d * 1e3),
         }
 

@@ -50,6 +50,7 @@ def test_json_report_with_sweep(bench):
     assert data["summary"]["speedup_min"] <= data["summary"]["speedup"]
     costs = data["costs"]
     assert _is_number(costs["t1_ms"]) and costs["t_d_ms"] == 0  # lookup drafting is free
+    assert costs["t_read_ms"] == 0  # and reads nothing before a draft
     # timed at a few sizes up to draft_max + 1 (interpolated between) and at each sweep length + 1
     assert set(costs["t_v_ms"]) == {"1", "2", "3", "5"}
     # costs are sampled once per 256-token bucket of context position (3 rounds), and shared there
@@ -78,6 +79,7 @@ def test_greedy_outputs_match_with_a_near_perfect_draft(bench, demo_path):
     assert task["outputs_match"] is True and task["first_divergence"] is None
     assert data["summary"]["outputs_match"] is True
     assert data["costs"]["t_d_ms"] > 0  # a draft model costs something per token
+    assert data["costs"]["t_read_ms"] >= 0  # and one more token in its read (2-token decode - t_d)
     spec = task["speculative"]
     assert spec["tokens"] == task["plain"]["tokens"]
     if spec["drafted"]:

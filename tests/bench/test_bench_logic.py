@@ -77,6 +77,23 @@ def test_prediction_for_a_single_draft_length_is_the_formula():
     assert pred == pytest.approx(predicted_speedup(a, 4, 0.01, 0.001, 0.03), rel=1e-6)
 
 
+def test_prediction_prices_the_draft_models_work_at_the_measured_costs():
+    """Three drafts of 4: the theory counts 4 t_d each (a one-token read, 3 decodes). The run's
+    counts say what the model really did: reads of more than one token cost t_read a token
+    more, and a draft that stopped at p_min decoded its last token too."""
+    s = _stats([(4, 4), (4, 4), (4, 1)])
+    costs = Costs(t1=0.01, t_d=0.001, t_v={1: 0.01, 5: 0.03}, t_read=0.0005)
+    theory, _, _ = predicted_for(s, costs)  # no counts: g * t_d a pass
+    s.draft_reads, s.draft_catchup_tokens, s.draft_decodes = 3, 3, 9
+    assert predicted_for(s, costs)[0] == pytest.approx(theory)  # exactly what the theory counts
+    # two reads of two tokens (after whole drafts), one read of 38 (drafting was off), and one
+    # draft that stopped at p_min (a 4th decode)
+    s.draft_catchup_tokens, s.draft_decodes = 2 + 2 + 38, 10
+    pred, _, _ = predicted_for(s, costs)
+    theory_time = 3 * (4 * 0.001 + 0.03)
+    assert pred == pytest.approx(theory * theory_time / (theory_time + 39 * 0.0005 + 0.001))
+
+
 def test_costs_interpolate_unmeasured_sizes():
     c = Costs(t1=1.0, t_d=0.0, t_v={1: 1.0, 3: 3.0, 9: 6.0})
     assert c.verify(2) == pytest.approx(2.0)

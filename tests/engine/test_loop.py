@@ -26,6 +26,20 @@ def test_draft_model_never_decodes_an_accepted_token_twice(models, engine_factor
     assert stats.drafted > 0 and stats.accepted > 0
     # Every position of prompt + output is decoded once; only rejected drafts add to that.
     assert n_prompt + stats.tokens - 1 <= draft_decodes(stats) <= n_prompt + stats.tokens + rejected
+    # the counts the bench prices the draft model's work by: one read a draft, then a decode for
+    # every draft token but the last
+    assert stats.draft_reads == stats.num_drafts
+    assert stats.draft_decodes == stats.num_draft_tokens - stats.num_drafts
+
+
+def test_a_draft_that_stops_at_p_min_counts_the_decode_that_stopped_it(models, engine_factory):
+    """A confident-only draft (p_min 0.9) stops short, having decoded its last token to see the
+    next one's probability: that decode is work too, and a read that drafted nothing still read."""
+    eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=6, adaptive=False, p_min=0.9)
+    stats = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=40)).stats
+    assert stats.draft_reads >= stats.num_drafts > 0
+    assert stats.num_draft_tokens - stats.num_drafts <= stats.draft_decodes <= stats.num_draft_tokens
+    assert stats.draft_catchup_tokens >= stats.draft_reads
 
 
 def reading_for_itself(eng) -> None:

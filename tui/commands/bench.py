@@ -322,7 +322,8 @@ def write_table(data: dict, out: TextIO) -> None:
         tv = c["t_v_ms"]
         ks = [k for k in tv if k != "1"]
         parts = ", ".join(f"t_v({k}) {tv[k]:.2f} ms = {c['t_v_over_t1'][k]:.1f} t1" for k in ks)
-        out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms, {parts}\n")
+        read = f", t_read {c['t_read_ms']:.2f} ms" if c.get("t_read_ms") else ""
+        out.write(f"costs: t1 {c['t1_ms']:.2f} ms, t_d {c['t_d_ms']:.2f} ms{read}, {parts}\n")
     out.write("\n")
     head = (f"{'task':<26} {'kind':<12} {'tok':>5} {'plain t/s':>9} {'spec t/s':>9} {'speedup':>7} {'median':>6} "
             f"{'predict':>7} {'eff':>5} {'accept':>6} {'tok/pass':>8} {'match':>5}\n")
