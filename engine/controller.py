@@ -96,12 +96,15 @@ class CostModel:
         self.verify[n] = statistics.median(self._recent[n])
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
+        """A draft of `tokens` tokens took `seconds`. A draft model that stopped at once (its
+        first token below p_min) drafted nothing yet paid its read: a sample at length 0, which
+        is what the fixed part of every draft costs."""
         if tokens > 0:
             self.draft_token = _average(self.draft_token, seconds / tokens)
             self.draft_samples += 1
-            recent = self._recent_draft.setdefault(tokens, deque(maxlen=_WINDOW))
-            recent.append(seconds)
-            self.draft_by_length[tokens] = statistics.median(recent)
+        recent = self._recent_draft.setdefault(max(tokens, 0), deque(maxlen=_WINDOW))
+        recent.append(seconds)
+        self.draft_by_length[max(tokens, 0)] = statistics.median(recent)
 
     def draft_cost(self, g: int) -> float | None:
         """Predicted time of a g-token draft: the line through the measured lengths (two or
@@ -207,6 +210,12 @@ class DraftController:
         # when that length is drafted, not every pass: a length that does not pay stays closed.
         self._match_succ = [0.0] * (_MATCH_BUCKETS + 1)
         self._match_fail = [0.0] * (_MATCH_BUCKETS + 1)
+        # A draft model stops short of the length asked when it is unsure (p_min): evidence
+        # (positions it reached, stops) for the chance c that it drafts the next position. Why:
+        # asked for 8 and stopping after 2 (chat prose), a draft yields 3 tokens, not the 9 that
+        # acceptance alone predicts, for a draft call and a catch-up that cost the same; priced as
+        # 9, drafting stayed on at 0.86x of plain speed with every draft token accepted.
+        self._reach, self._stops = 0.0, 0.0
         self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
         self.probing = False  # the pass in flight is forced (a probe or a first measurement)
         # New evidence since drafting turned off (a draft's result, a new request). While off, the
@@ -227,6 +236,10 @@ class DraftController:
         carry = _CARRY if self.draft_is_free else _CARRY_MODEL
         self._succ *= carry
         self._fail *= carry
+        # How far the draft model gets before it is unsure is the text's (prose stops it early,
+        # code that repeats does not), not only the pair's: it carries in part.
+        self._reach *= _CARRY
+        self._stops *= _CARRY
         for b in range(_MATCH_BUCKETS + 1):
             self._match_succ[b] *= _CARRY
             self._match_fail[b] *= _CARRY
@@ -241,6 +254,12 @@ class DraftController:
     @property
     def acceptance(self) -> float:
         return (self._succ + 1.0) / (self._succ + self._fail + 2.0)
+
+    @property
+    def continuation(self) -> float:
+        """The chance that a draft model drafts the next position asked for (1 until it has
+        stopped short: a drafter that never stops early is priced as before)."""
+        return (self._reach + 1.0) / (self._reach + self._stops + 1.0)
 
     def acceptance_for(self, match: int) -> float:
         """Per-token acceptance of free drafts that followed a `match`-token n-gram."""
@@ -276,7 +295,7 @@ class DraftController:
             steady = catchup_s
         free_pass, self.free_only = self.free_only or (free > 0 and not paid), False
         if asked and not self.draft_is_free and not free_pass:
-            c.observe_draft(max(paid, 1), draft_s + steady)
+            c.observe_draft(paid, draft_s + steady)
         t1 = c.verify.get(1)
         if self.probing and asked:
             if t1:  # what the probe cost beyond the plain passes it replaced
@@ -300,6 +319,9 @@ class DraftController:
             self._fail *= _DECAY
         if drafted:
             self._fresh = True
+        if asked and not self.draft_is_free and not free_pass and not free:
+            self._reach = self._reach * _DECAY + min(drafted, asked)
+            self._stops = self._stops * _DECAY + (1 if drafted < asked else 0)
         if paid and not free_pass and accepted >= free:  # a free guess's evidence is its match
             self._succ += accepted - free                 # length's alone; the model's tokens
             self._fail += 1 if accepted < drafted else 0  # count where the target reached them
@@ -330,9 +352,10 @@ class DraftController:
         return cost if cost is not None else g * _PRIOR_DRAFT * t1
 
     def rate(self, g: int, fit: tuple[float, float] | None = None, *, lag: int = 0,
-             a: float | None = None, free: bool = False) -> float | None:
+             a: float | None = None, free: bool = False, stops: bool = True) -> float | None:
         """Expected tokens per second at draft length g, from the current measurements; a draft
-        model's catch-up on `lag` unread tokens is spread over the passes it would serve."""
+        model's catch-up on `lag` unread tokens is spread over the passes it would serve, and its
+        stops short of g (`continuation`) count unless `stops` is False (what the costs alone allow)."""
         tv = self.costs.t_verify(g + 1, fit)
         t1 = self.costs.verify.get(1)
         if tv is None or t1 is None:
@@ -341,12 +364,31 @@ class DraftController:
         if g == 0:
             return e / tv
         free = free or self.draft_is_free
-        cost = (0.0 if free else self._draft_cost(g, t1)) + tv
+        if stops and not free and self.continuation < 1.0:
+            # A draft model reaches position i with chance c^i: it drafts D tokens on average and
+            # position i is accepted with chance (a c)^i.
+            c = self.continuation
+            e = self.expected_tokens(g, (self.acceptance if a is None else a) * c)
+            drafted = sum(c ** i for i in range(1, g + 1))
+            tv = self._t_verify_between(drafted + 1.0, fit)
+            if tv is None:
+                return None
+            cost = self._draft_cost(drafted, t1) + tv
+        else:
+            cost = (0.0 if free else self._draft_cost(g, t1)) + tv
         if lag > _STEADY_CATCHUP and not free:
             left = self._remaining if self._remaining is not None else _HORIZON * e
             horizon = min(max(left / e, 1.0), _HORIZON)
             cost += self.costs.catchup(lag) / horizon
         return e / cost
+
+    def _t_verify_between(self, n: float, fit: tuple[float, float] | None) -> float | None:
+        """t_v at a mean pass size: between the sizes on either side."""
+        lo = max(int(n), 1)
+        t_lo, t_hi = self.costs.t_verify(lo, fit), self.costs.t_verify(lo + 1, fit)
+        if t_lo is None or t_hi is None:
+            return None
+        return t_lo + (t_hi - t_lo) * (n - lo)
 
     def can_pay(self, fit: tuple[float, float] | None) -> bool:
         """False when measured costs show that no draft length could beat plain decoding even if
@@ -357,7 +399,8 @@ class DraftController:
         if fit is None or t1 is None or not self.costs.settled(self.draft_is_free):
             return True
         base = 1.0 / t1
-        return any((self.rate(g, fit, a=1.0) or 0.0) > base for g in range(1, self.spec.draft_max + 1))
+        return any((self.rate(g, fit, a=1.0, stops=False) or 0.0) > base
+                   for g in range(1, self.spec.draft_max + 1))
 
     def _probe_length(self, fit: tuple[float, float] | None) -> int:
         """2 tokens; 1 while nothing is known beyond t1 (the cheapest way to fit t_v and t_d)."""
@@ -382,7 +425,7 @@ class DraftController:
         if lag > _STEADY_CATCHUP and not self.draft_is_free:
             extra += c.catchup(lag)
         if not self.draft_is_free:
-            extra -= (self.expected_tokens(length) - 1.0) * t1
+            extra -= (self.expected_tokens(length, self.acceptance * self.continuation) - 1.0) * t1
         return max(extra, 0.0)
 
     def _allowance(self) -> float:

@@ -463,3 +463,67 @@ def test_passes_padded_to_one_shape_are_priced_at_that_shapes_steady_cost():
         lengths.append(k)
         c.observe(k, k, 0.0, 2 * t1 if k else t1, match=4, rows=17 if k else 0)
     assert not c.off and lengths[-1] >= 12, lengths
+
+
+def test_a_draft_model_that_stops_short_is_priced_by_what_it_drafts():
+    """Chat prose with a Q4_0 self-draft on the memory-bound proxy: the draft model stops after
+    1-3 tokens whatever length is asked (p_min), every token it drafts is accepted, and each
+    draft call costs 1.5 t1 before its first token (catch-up, the call). A draft then yields 3
+    tokens for ~3.3 t1: slower than plain decoding, though acceptance is 100 %. Priced as if it
+    drafted the length asked (9 tokens a pass), drafting stayed on: 0.86x in the bench."""
+    t1 = 0.02
+
+    def verify(n: int) -> float:
+        return t1 * (1 + 0.1 * (n - 1))
+
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    spent = tokens = 0.0
+    for i in range(600):
+        k = c.next_length()
+        d = min(k, 1 + i % 3)
+        draft_s = t1 * (1.5 + 0.3 * d) if k else 0.0
+        c.observe(d, d, draft_s, verify(d + 1), asked=k)
+        spent += draft_s + verify(d + 1)
+        tokens += d + 1
+    assert c.continuation < 0.9
+    assert tokens / spent >= 0.97 / t1  # within 3 % of plain decoding
+
+
+def test_a_draft_model_that_drafts_what_is_asked_is_not_held_back():
+    """The same costs, a draft model that always drafts the length asked (all accepted): long
+    drafts pay (9 tokens for ~5.2 t1) and the stop figure stays at 1."""
+    t1 = 0.02
+
+    def verify(n: int) -> float:
+        return t1 * (1 + 0.1 * (n - 1))
+
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    lengths = []
+    for _ in range(300):
+        k = c.next_length()
+        lengths.append(k)
+        c.observe(k, k, t1 * (1.5 + 0.3 * k) if k else 0.0, verify(k + 1), asked=k)
+    assert c.continuation == 1.0 and not c.off and lengths[-1] >= 6
+
+
+def test_a_draft_model_that_mostly_drafts_nothing_pays_for_its_reads():
+    """Chat prose again: three draft calls in four stop at once (the first token is below
+    p_min) yet each paid its read (0.5 t1), and the fourth drafts 2 tokens, all accepted. That is
+    slower than plain decoding (6 tokens for 7 t1); a read that drafted nothing is a cost sample
+    at length 0, so the controller turns drafting off."""
+    t1 = 0.02
+
+    def verify(n: int) -> float:
+        return t1 * (1 + 0.1 * (n - 1))
+
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    spent = tokens = 0.0
+    for i in range(600):
+        k = c.next_length()
+        d = min(k, 2 if i % 4 == 3 else 0)
+        draft_s = t1 * (0.5 + 0.4 * d) if k else 0.0
+        c.observe(d, d, draft_s, verify(d + 1), asked=k)
+        spent += draft_s + verify(d + 1)
+        tokens += d + 1
+    assert c.costs.draft_by_length[0] == pytest.approx(0.5 * t1)  # the read, at length 0
+    assert tokens / spent >= 0.97 / t1
