@@ -43,6 +43,7 @@ _EARLY_PROBE = 2  # while off, a new request probes at this loop pass (when the 
 _EVIDENCE_MAX = 32  # decayed evidence kept, in draft tokens and rejections
 _CARRY = 0.2  # share of a free drafter's acceptance evidence a new request inherits
 _CARRY_MODEL = 1.0  # a draft model's: its acceptance is a property of the pair
+_CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
 _MATCH_BUCKETS = 4  # free drafts keep acceptance evidence per match length 1, 2, 3, 4+
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
@@ -240,6 +241,10 @@ class DraftController:
         # code that repeats does not), not only the pair's: it carries in part.
         self._reach *= _CARRY
         self._stops *= _CARRY
+        total = self._reach + self._stops
+        if total > _CONTINUATION_CARRY_MAX:  # a few drafts of the new text outweigh it
+            self._reach *= _CONTINUATION_CARRY_MAX / total
+            self._stops *= _CONTINUATION_CARRY_MAX / total
         for b in range(_MATCH_BUCKETS + 1):
             self._match_succ[b] *= _CARRY
             self._match_fail[b] *= _CARRY

@@ -527,3 +527,19 @@ def test_a_draft_model_that_mostly_drafts_nothing_pays_for_its_reads():
         tokens += d + 1
     assert c.costs.draft_by_length[0] == pytest.approx(0.5 * t1)  # the read, at length 0
     assert tokens / spent >= 0.97 / t1
+
+
+def test_where_a_draft_model_stopped_short_in_prose_counts_little_in_the_next_request():
+    """A chat answer teaches that the draft model stops at once (prose); the next request is an
+    edit, where it drafts everything asked. Its first drafts must be able to show that: the stop
+    evidence a request inherits is small."""
+    t1 = 0.02
+    c = DraftController(SpeculativeSettings(draft_max=8))
+    for _ in range(300):  # prose: asked 8, drafted 0 or 1
+        c.observe(0, 0, 0.3 * t1, t1, asked=8)
+        c.observe(1, 1, 0.6 * t1, 1.1 * t1, asked=8)
+    assert c.continuation < 0.6
+    c.new_request(128)
+    for _ in range(3):  # code: every draft as long as asked
+        c.observe(8, 8, 2.5 * t1, 1.8 * t1, asked=8)
+    assert c.continuation > 0.9
