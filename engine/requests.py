@@ -96,6 +96,12 @@ class Finished:
     stats: Stats
     error: str | None = None  # user-facing message when reason == "error"
 
+    @property
+    def answered(self) -> bool:
+        """The request ended with its answer: naturally, or cut by its time budget (the text so
+        far is the answer then), not cancelled or failed."""
+        return self.reason in ("eos", "length", "stop", "time")
+
 
 Event = Union[TextDelta, StatsUpdate, Finished]
 

@@ -72,7 +72,7 @@ async def fetch(completer: Completer, request: CompletionRequest, alts: Alternat
             if isinstance(event, Finished):
                 final = event
         alts.fetching = None
-        if final is None or final.reason not in ("eos", "length", "stop", "time") or not wanted():
+        if final is None or not final.answered or not wanted():
             break
         if alts.add(final.text):
             changed()

@@ -602,7 +602,7 @@ class CodeEditor(TextArea):
                     continue
                 if event.reason == "error" and event.error:
                     self.notify(event.error, title="Completion failed", severity="error", markup=False)
-                if event.reason in ("eos", "length", "stop", "time"):
+                if event.answered:
                     ghost.full = event.text  # post-processed (e.g. FIM-trimmed) final text
                 ghost.streaming = False
                 self._render_ghost()
@@ -610,7 +610,7 @@ class CodeEditor(TextArea):
                     self._ghost = None
                 else:
                     self._prefetch_next()
-                    if event.reason in ("eos", "length", "stop", "time"):  # time: the predict budget
+                    if event.answered:  # a suggestion the predict budget cut too
                         self._fetch_alternatives(ghost, request)
 
     def _redraw_ghost(self) -> None:
