@@ -10,10 +10,12 @@ guessing wrong.
 What it costs to find out is bounded. Every draft the controller forces to learn something (the
 first cost measurement, probes while drafting is off, the extra looks after a probe that held) is
 paid from a budget of _PROBE_BUDGET of each request's own plain-decoding time, so a short request
-loses at most that much, and none at all once the measured costs show that no draft length could
-pay even if every draft token were accepted. Costs are a property of the pair and the machine,
-not of the text: they carry from one request to the next (fixed-length runs feed them too), and a
-draft model's catch-up on text it has not read is charged to the draft that needs it.
+loses at most that much; once the measured costs show that no draft length could pay even if
+every draft token were accepted, only one look after _REFRESH_REQUESTS requests without one (late
+in a long request) checks that this is still so: costs measured while something else loaded the machine must
+not keep drafting off for good. Costs are a property of the pair and the machine, not of the
+text: they carry from one request to the next (fixed-length runs feed them too), and a draft
+model's catch-up on text it has not read is charged to the draft that needs it.
 
 A free drafter (prompt lookup, the session drafter) says how long the n-gram it followed was, and
 that predicts its acceptance far better than one figure for the whole text: in an edit a 4-token
@@ -43,6 +45,10 @@ _EARLY_PROBE = 2  # while off, a new request probes at this loop pass (when the 
 _EVIDENCE_MAX = 32  # decayed evidence kept, in draft tokens and rejections
 _CARRY = 0.2  # share of a free drafter's acceptance evidence a new request inherits
 _CARRY_MODEL = 1.0  # a draft model's: its acceptance is a property of the pair
+# After this many requests without a probe (no draft could pay, or no probe fitted a request's
+# budget), one measures the costs again: costs sampled while another program loaded the machine
+# would otherwise keep drafting off for the rest of the session.
+_REFRESH_REQUESTS = 4
 _CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
 _MATCH_BUCKETS = 4  # free drafts keep acceptance evidence per match length 1, 2, 3, 4+
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
@@ -68,6 +74,7 @@ class CostModel:
     prompt_token: float | None = None
     verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
     draft_samples: int = 0
+    batched_samples: int = 0  # verify passes of more than one token measured (ever)
     # Draft time by tokens drafted (running medians): a draft pays a fixed part (reading what
     # the last pass emitted, the call) and a part per token, so one-token drafts (probes, a
     # bench warm-up) alone would make every token look as dear as the fixed part.
@@ -95,6 +102,7 @@ class CostModel:
         a first sample that counts."""
         self._recent.setdefault(n, deque(maxlen=_WINDOW)).append(seconds)
         self.verify[n] = statistics.median(self._recent[n])
+        self.batched_samples += n > 1
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
         """A draft of `tokens` tokens took `seconds`. A draft model that stopped at once (its
@@ -120,12 +128,20 @@ class CostModel:
             return a + b * g
         return None if self.draft_token is None else g * self.draft_token
 
+    def remeasure(self, draft_lengths, verify_size: int) -> None:
+        """Forget the samples of these draft lengths and this verify size: the next sample of
+        each stands alone (a one-off probe would not move a median of stale samples)."""
+        for n in draft_lengths:
+            if n in self._recent_draft:
+                self._recent_draft[n].clear()
+        if verify_size in self._recent:
+            self._recent[verify_size].clear()
+
     def settled(self, draft_is_free: bool) -> bool:
         """Enough samples that one slow first pass (a buffer allocated, pages touched) cannot
         pass for what drafting costs, and a draft model's cost known at two lengths (one-token
         drafts alone cannot tell its fixed part from its part per token)."""
-        batched = sum(len(q) for n, q in self._recent.items() if n > 1)
-        if batched < _SETTLED:
+        if self.batched_samples < _SETTLED:
             return False
         return draft_is_free or (self.draft_samples >= _SETTLED and len(self.draft_by_length) >= 2)
 
@@ -218,6 +234,7 @@ class DraftController:
         # 9, drafting stayed on at 0.86x of plain speed with every draft token accepted.
         self._reach, self._stops = 0.0, 0.0
         self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
+        self._since_refresh = 0  # requests since the last probe
         self.probing = False  # the pass in flight is forced (a probe or a first measurement)
         # New evidence since drafting turned off (a draft's result, a new request). While off, the
         # decaying evidence alone never turns drafting back on: that would be an unbudgeted probe.
@@ -250,6 +267,7 @@ class DraftController:
             self._match_fail[b] *= _CARRY
         self._spent = 0.0
         self._passes = 0
+        self._since_refresh += 1
         self._remaining = max_tokens
         self._expected = min(max_tokens, _EXPECTED_PASSES) if max_tokens else _EXPECTED_PASSES
         self._fresh = True
@@ -513,19 +531,27 @@ class DraftController:
             self._fresh = False
             best_g = self._paying_length(fit, dmax, lag=lag)
             if best_g:
-                self._since_probe = 0
+                self._since_probe = self._since_refresh = 0
                 self.length, self.off = best_g, False
                 return best_g
         # Off, or the costs are not known yet: a short forced draft when the budget allows.
         self._since_probe += 1
         self.length, self.off = 0, True
-        # Where no draft length could pay even at full acceptance there is nothing to learn.
-        if self._since_probe >= _PROBE_MIN and (not known or self.can_pay(fit)):
-            cost = self.probe_cost(lag if probe_lag is None else probe_lag, fit)
-            if cost is not None and self._spent + cost <= self._allowance():
-                self._since_probe = 0
+        # Where no draft length could pay even at full acceptance there is nothing to learn, but
+        # for a look now and then at whether that is still true.
+        if self._since_probe >= _PROBE_MIN:
+            pays = not known or self.can_pay(fit)
+            # No probe for a few requests (no draft could pay, or none fitted a request's budget,
+            # at costs that may have been measured under load): one look measures those costs
+            # again, whatever they say it costs, late in a long request (a small share of it).
+            refresh = self._since_refresh >= _REFRESH_REQUESTS and self._passes >= _EXPECTED_PASSES
+            cost = self.probe_cost(lag if probe_lag is None else probe_lag, fit) if pays else None
+            if refresh or (cost is not None and self._spent + cost <= self._allowance()):
+                self._since_probe = self._since_refresh = 0
                 self.probing = True
                 self.length = self._probe_length(fit)
+                if refresh:  # what this probe measures replaces what was measured before
+                    self.costs.remeasure(range(self.length + 1), self.length + 1)
                 return self.length
         if self.free_part and fit is not None and self._free_could_pay(fit, dmax):
             self.free_only = True  # the free part alone, cut by `fit_draft` to what pays

@@ -190,14 +190,17 @@ def test_forced_drafting_costs_each_short_request_at_most_a_few_per_cent():
 def test_no_forced_drafting_once_costs_show_drafting_cannot_pay():
     """The compute-bound demo pair: verifying k tokens costs ~0.45 t1 per extra token and a
     draft token 0.87 t1. Even drafts that are always accepted cannot pay, so after the costs are
-    known nothing is forced at all: every later request runs at plain speed."""
+    known nothing is forced but a look every few requests: every request runs at plain speed
+    within 3 %, all of them within 1 %."""
     c = DraftController(SpeculativeSettings(draft_max=16))
     runs = _requests(c, 15, 64, _cpu_verify, accept=lambda k: k, draft_token_s=0.87 * T1)
     assert c.off
-    assert sum(d for _, _, d in runs) <= 3, [d for _, _, d in runs]
-    assert all(d == 0 for _, _, d in runs[5:])
+    # once the costs are known, a look every few requests at most (in case they were measured
+    # under load), each within the request's budget
+    assert sum(d for _, _, d in runs[8:]) <= len(runs[8:]) // 4 + 1, [d for _, _, d in runs]
     for spent, plain, _ in runs:
         assert spent <= 1.03 * plain
+    assert sum(s for s, _, _ in runs) <= 1.01 * sum(p for _, p, _ in runs)
 
 
 def test_costs_carry_to_the_next_request_and_from_fixed_length_runs():
@@ -543,3 +546,36 @@ def test_where_a_draft_model_stopped_short_in_prose_counts_little_in_the_next_re
     for _ in range(3):  # code: every draft as long as asked
         c.observe(8, 8, 2.5 * t1, 1.8 * t1, asked=8)
     assert c.continuation > 0.9
+
+
+
+def test_costs_measured_under_load_do_not_keep_drafting_off_for_good():
+    """A build ran while the first requests were measured: drafting and verifying cost 3x, no
+    draft could pay, so nothing was forced. Once the machine is quiet again a look now and then
+    measures again (in a request long enough for its budget: chat answers here), and a draft that
+    pays (memory-bound costs) is back within a few requests."""
+    c = DraftController(SpeculativeSettings(draft_max=8), prior=(8.0, 1.0))
+
+    def run(requests: int, tokens: int, load: float) -> tuple[float, float]:
+        spent = plain = 0.0
+        for _ in range(requests):
+            c.new_request(tokens)
+            c.observe_prompt(200, 200 * 0.05 * load * T1)  # the prompt, read in one batch
+            done, lag = 0, 0
+            while done < tokens:
+                k = c.next_length(lag, probe_lag=min(lag, PROBE_WINDOW))
+                draft_s = load * T1 * 0.4 * (k + 1) if k else 0.0
+                verify_s = T1 + load * T1 * 0.1 * k
+                c.observe(k, k, draft_s, verify_s, asked=k)
+                lag = 1 if k else lag + 1
+                done += k + 1
+                spent += draft_s + verify_s
+                plain += T1 * (k + 1)
+        return spent, plain
+
+    run(4, 64, load=6.0)
+    assert c.off
+    for _ in range(8):
+        spent, plain = run(1, 256, load=1.0)
+    assert not c.off
+    assert spent <= plain / 1.3
