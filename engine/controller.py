@@ -12,10 +12,10 @@ first cost measurement, probes while drafting is off, the extra looks after a pr
 paid from a budget of _PROBE_BUDGET of each request's own plain-decoding time, so a short request
 loses at most that much; once the measured costs show that no draft length could pay even if
 every draft token were accepted, only one look after _REFRESH_REQUESTS requests without one (late
-in a long request) checks that this is still so: costs measured while something else loaded the machine must
-not keep drafting off for good. Costs are a property of the pair and the machine, not of the
-text: they carry from one request to the next (fixed-length runs feed them too), and a draft
-model's catch-up on text it has not read is charged to the draft that needs it.
+in a long request) checks that this is still so: costs measured while something else loaded the
+machine must not keep drafting off for good. Costs are a property of the pair and the machine,
+not of the text: they carry from one request to the next (fixed-length runs feed them too), and a
+draft model's catch-up on text it has not read is charged to the draft that needs it.
 
 A free drafter (prompt lookup, the session drafter) says how long the n-gram it followed was, and
 that predicts its acceptance far better than one figure for the whole text: in an edit a 4-token
@@ -378,7 +378,8 @@ class DraftController:
              a: float | None = None, free: bool = False, stops: bool = True) -> float | None:
         """Expected tokens per second at draft length g, from the current measurements; a draft
         model's catch-up on `lag` unread tokens is spread over the passes it would serve, and its
-        stops short of g (`continuation`) count unless `stops` is False (what the costs alone allow)."""
+        stops short of g (`continuation`) count unless `stops` is False (what the costs alone
+        allow)."""
         tv = self.costs.t_verify(g + 1, fit)
         t1 = self.costs.verify.get(1)
         if tv is None or t1 is None:

@@ -13,8 +13,8 @@ What `specterm bench` measures, and why it is built this way:
 - The costs the theory needs are measured directly with the Model API, not inferred from the loop:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
   argmax), t_read (one more token in the draft model's read of what the last pass emitted: a
-  two-token draft decode minus a one-token one) and t_v(k) (a target decode of k tokens with logits for all of them, as verification
-  asks, timed at a few k and interpolated). They are measured at a task's own position in the
+  two-token draft decode minus a one-token one) and t_v(k) (a target decode of k tokens with
+  logits for all of them, as verification asks, timed at a few k and interpolated). They are measured at a task's own position in the
   context (its prompt plus half its output), once per 256-token bucket of positions: attention
   over a longer context makes every pass dearer, so one set of costs for all tasks would
   mispredict the long ones, but costs do not depend on the text, so tasks of similar length share

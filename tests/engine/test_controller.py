@@ -468,6 +468,28 @@ def test_passes_padded_to_one_shape_are_priced_at_that_shapes_steady_cost():
     assert not c.off and lengths[-1] >= 12, lengths
 
 
+def _memory_bound_verify(n: int) -> float:
+    """The F32 proxy's verification (t1 = 20 ms, 0.1 t1 a token more)."""
+    return 0.02 * (1 + 0.1 * (n - 1))
+
+
+def _draft_model_passes(c: DraftController, passes: int, drafts,
+                        draft_cost) -> tuple[float, float, list[int]]:
+    """Run `passes` passes with a draft model that drafts `drafts(i, k)` of the k asked, all
+    accepted, at `draft_cost(d)` a call; (tokens, seconds, the lengths asked)."""
+    spent = tokens = 0.0
+    lengths = []
+    for i in range(passes):
+        k = c.next_length()
+        lengths.append(k)
+        d = drafts(i, k)
+        draft_s = draft_cost(d) if k else 0.0
+        c.observe(d, d, draft_s, _memory_bound_verify(d + 1), asked=k)
+        spent += draft_s + _memory_bound_verify(d + 1)
+        tokens += d + 1
+    return tokens, spent, lengths
+
+
 def test_a_draft_model_that_stops_short_is_priced_by_what_it_drafts():
     """Chat prose with a Q4_0 self-draft on the memory-bound proxy: the draft model stops after
     1-3 tokens whatever length is asked (p_min), every token it drafts is accepted, and each
@@ -475,19 +497,9 @@ def test_a_draft_model_that_stops_short_is_priced_by_what_it_drafts():
     tokens for ~3.3 t1: slower than plain decoding, though acceptance is 100 %. Priced as if it
     drafted the length asked (9 tokens a pass), drafting stayed on: 0.86x in the bench."""
     t1 = 0.02
-
-    def verify(n: int) -> float:
-        return t1 * (1 + 0.1 * (n - 1))
-
     c = DraftController(SpeculativeSettings(draft_max=8))
-    spent = tokens = 0.0
-    for i in range(600):
-        k = c.next_length()
-        d = min(k, 1 + i % 3)
-        draft_s = t1 * (1.5 + 0.3 * d) if k else 0.0
-        c.observe(d, d, draft_s, verify(d + 1), asked=k)
-        spent += draft_s + verify(d + 1)
-        tokens += d + 1
+    tokens, spent, _ = _draft_model_passes(c, 600, lambda i, k: min(k, 1 + i % 3),
+                                           lambda d: t1 * (1.5 + 0.3 * d))
     assert c.continuation < 0.9
     assert tokens / spent >= 0.97 / t1  # within 3 % of plain decoding
 
@@ -496,16 +508,8 @@ def test_a_draft_model_that_drafts_what_is_asked_is_not_held_back():
     """The same costs, a draft model that always drafts the length asked (all accepted): long
     drafts pay (9 tokens for ~5.2 t1) and the stop figure stays at 1."""
     t1 = 0.02
-
-    def verify(n: int) -> float:
-        return t1 * (1 + 0.1 * (n - 1))
-
     c = DraftController(SpeculativeSettings(draft_max=8))
-    lengths = []
-    for _ in range(300):
-        k = c.next_length()
-        lengths.append(k)
-        c.observe(k, k, t1 * (1.5 + 0.3 * k) if k else 0.0, verify(k + 1), asked=k)
+    _, _, lengths = _draft_model_passes(c, 300, lambda i, k: k, lambda d: t1 * (1.5 + 0.3 * d))
     assert c.continuation == 1.0 and not c.off and lengths[-1] >= 6
 
 
@@ -515,19 +519,9 @@ def test_a_draft_model_that_mostly_drafts_nothing_pays_for_its_reads():
     slower than plain decoding (6 tokens for 7 t1); a read that drafted nothing is a cost sample
     at length 0, so the controller turns drafting off."""
     t1 = 0.02
-
-    def verify(n: int) -> float:
-        return t1 * (1 + 0.1 * (n - 1))
-
     c = DraftController(SpeculativeSettings(draft_max=8))
-    spent = tokens = 0.0
-    for i in range(600):
-        k = c.next_length()
-        d = min(k, 2 if i % 4 == 3 else 0)
-        draft_s = t1 * (0.5 + 0.4 * d) if k else 0.0
-        c.observe(d, d, draft_s, verify(d + 1), asked=k)
-        spent += draft_s + verify(d + 1)
-        tokens += d + 1
+    tokens, spent, _ = _draft_model_passes(c, 600, lambda i, k: min(k, 2 if i % 4 == 3 else 0),
+                                           lambda d: t1 * (0.5 + 0.4 * d))
     assert c.costs.draft_by_length[0] == pytest.approx(0.5 * t1)  # the read, at length 0
     assert tokens / spent >= 0.97 / t1
 
