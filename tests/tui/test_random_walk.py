@@ -55,6 +55,16 @@ def offset(text: str, location: tuple[int, int]) -> int:
     return sum(len(line) + 1 for line in lines[:row]) + col
 
 
+def handling(pump) -> bool:
+    """Whether `pump` has a message waiting or is still handling one. An empty queue is not enough:
+    a handler that awaits a thread (DirectoryTree's Enter checks is_dir in one) has taken its
+    message off the queue, and only a pump waiting for its next message is done."""
+    queue = pump._message_queue
+    if queue.values or pump._pending_message is not None:
+        return True
+    return pump._running and not pump._closed and not queue.ready_event._waiters
+
+
 @dataclass
 class Snapshot:
     """What the walk knows before an event: each open buffer's text, and the active one's cursor."""
@@ -62,6 +72,7 @@ class Snapshot:
     texts: dict[str, str]
     active: OpenFile | None
     focused_editor: bool
+    focus: str = ""  # who had the focus, for failure messages
     start: int = 0
     end: int = 0
 
@@ -70,7 +81,7 @@ class Snapshot:
         texts = {pane: f.editor.text for pane, f in app.editor_tabs.files.items()}
         active = app.active_file
         focused = active is not None and app.focused is active.editor and not isinstance(app.screen, ChoiceScreen)
-        snap = cls(texts, active, focused)
+        snap = cls(texts, active, focused, f"{app.focused!r} on {app.screen!r}")
         if active is not None:
             a, b = sorted(active.editor.selection)
             snap.start, snap.end = offset(active.editor.text, a), offset(active.editor.text, b)
@@ -101,7 +112,9 @@ class Walk:
                 continue  # closed by this event
             after = open_file.editor.text
             if before.active is None or pane != before.active.pane_id or not before.focused_editor:
-                assert after == text, f"{kind} {key!r}: a buffer the key did not go to changed"
+                assert after == text, (
+                    f"{kind} {key!r}: a buffer the key did not go to changed ({pane}; active "
+                    f"{before.active and before.active.pane_id}, focus was {before.focus}, is {app.focused!r})")
                 continue
             head, tail = text[: before.start], text[before.end:]
             if kind == "char":
@@ -160,16 +173,17 @@ class Walk:
         self.app.screen._on_timer_update()  # lay the screen out for the new size, as Pilot does
 
     async def settle(self) -> None:
-        """Until no message is waiting anywhere: a key hops from the app to the focused widget and
-        bubbles back up to the bindings, each hop a message of its own. (Pilot's wait posts a
-        callback to every widget, ~70 here, each time: too dear for thousands of events.)"""
+        """Until no message is waiting or being handled anywhere: a key hops from the app to the
+        focused widget and bubbles back up to the bindings, each hop a message of its own. (Pilot's
+        wait posts a callback to every widget, ~70 here, each time: too dear for thousands of
+        events.)"""
         quiet = 0
         pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
         for turn in range(1000):
             await asyncio.sleep(0)
             if turn % 20 == 19:  # widgets mounted meanwhile (a new tab) join the watch
                 pumps = [self.app, *self.app.screen.walk_children(with_self=True)]
-            busy = any(not pump._message_queue.empty() for pump in pumps)
+            busy = any(handling(pump) for pump in pumps)
             if not busy and self.app.screen._callbacks:
                 # call_after_refresh work (a focus moved once a tab is shown) waits for a repaint:
                 # paint now, as the screen's timer would, so a key never races it
