@@ -119,6 +119,14 @@ async def test_the_typing_pause_adapts(project, settings_for, env):
         assert editor.debounce.line_break and editor.debounce.delay_s < slow
         await pilot.press("x")
         assert not editor.debounce.line_break and editor.debounce.delay_s >= fast
+        await pilot.press("ctrl+end", "enter", "x", "backspace")  # a new line blank again: at once
+        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        await pilot.press("y", "z", "backspace")  # a character deleted within a word: typing goes on
+        assert not editor.debounce.line_break and editor.debounce.delay_s >= fast
+        await pilot.press("home", "space", "space", "backspace")  # indentation fixed before the code
+        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        await pilot.press("end", "space")  # a blank between words is typing
+        assert not editor.debounce.line_break
 
 
 async def test_the_cache_survives_an_edit_far_away(tmp_path, settings_for, env):

@@ -7,7 +7,8 @@ average of gaps within a burst) and the measured time a request takes to show it
 request that would be thrown away costs more when responses are slow, so the pause grows with it.
 
 A line break is different: people stop at the end of a line to read and think, so the request
-starts almost at once (LINE_BREAK_S). If typing goes on instead, the next key cancels it; it has
+starts almost at once (LINE_BREAK_S) after Enter, and after blanks typed or deleted that leave the
+cursor in its line's indentation (the new line's indentation fixed with Backspace or Tab). If typing goes on instead, the next key cancels it; it has
 cost the model a line's worth of prompt tokens (tens of ms), against 100-250 ms of waiting at
 every line end otherwise.
 """
@@ -31,7 +32,7 @@ class AdaptiveDebounce:
     gap_s: float | None = None  # moving average of the gaps between keys within a burst
     response_s: float | None = None  # moving average of keystroke-to-first-text times
     _last_key: float | None = None
-    line_break: bool = False  # the latest key broke the line
+    line_break: bool = False  # the latest key broke the line or fixed its indentation
 
     @property
     def delay_s(self) -> float:

@@ -429,8 +429,7 @@ class CodeEditor(TextArea):
             and self.selection.is_empty
             and ghost.remaining.startswith(edit.text)
         )
-        # Enter (a line break and its indentation): people pause at a line end, ask at once.
-        self._keystroke(line_break="\n" in edit.text and not edit.text.strip(" \t\r\n"))
+        self._keystroke_at = time.monotonic()  # before the edit: the time budget counts from the key
         self.edits += 1
         self._editing = True
         self._current_edit = edit
@@ -439,6 +438,12 @@ class CodeEditor(TextArea):
         finally:
             self._editing = False
             self._current_edit = None
+        # Between lines (Enter, or the new line's indentation fixed with Backspace or Tab: blanks
+        # typed or deleted, the cursor left in the line's indentation): people pause there, so
+        # the request goes out at once.
+        row, col = result.end_location
+        self.debounce.keystroke(self._keystroke_at, line_break=not edit.text.strip(" \t\r\n") and (
+            "\n" in edit.text or not self.document[row][:col].strip()))
         if consumes and ghost is not None:
             self._stop_alternatives(ghost)  # any edit stops them; those found stay
             ghost.consumed += edit.text
