@@ -7,8 +7,12 @@ characters a second, a pause at every line end). A simulated user presses Tab wh
 suggestion is what the file says next, End when its first line is, ctrl+right when only its
 first word is. Time is measured from the keystroke; a suggestion taken whole (Tab, or line by line
 or word by word to its end) is an accept, and the time to the next suggestion after it is
-`after_accept_ms`. After the typing, the same requests run again with the UI idle, to compare
-in-app tokens/s with the engine's own.
+`after_accept_ms`. A small model's suggestion is seldom exactly what the file says, so at up to
+ACCEPT_PROBES pauses the user also presses Tab on a suggestion the file does not want, times the next
+one the same way, and takes the accepted text out again (an accept probe; the file is unchanged).
+The start of a region is a cursor jump, not a pause in typing: the first suggestion there has a new
+place to read and is reported on its own (`after_jump_ms`). After the typing, the same requests run
+again with the UI idle, to compare in-app tokens/s with the engine's own.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ TYPING_SHARE = 0.5  # of the budget: typing; the rest is pauses and waiting for 
 HEADLESS_REQUESTS = 40  # requests re-run headless for the tokens/s comparison
 MIN_TOKENS = 4  # shorter requests say little about a rate
 KEY_WAIT_S = 1.0  # the longest a key's effect is waited for
+ACCEPT_PROBES = 10  # pauses at which Tab takes a suggestion the file does not want (then undone)
 
 
 class ReplayError(Exception):
@@ -111,6 +116,9 @@ class _Tally:
     first_ghost: list[float] = field(default_factory=list)
     complete: list[float] = field(default_factory=list)
     after_accept: list[float] = field(default_factory=list)
+    after_jump: list[float] = field(default_factory=list)  # first text after a region's cursor jump
+    accept_probes: int = 0
+    jumps: int = 0
     pauses: int = 0
     pauses_with_ghost: int = 0
     served: int = 0  # pauses whose suggestion came from the cache or a prefetch
@@ -261,7 +269,7 @@ class Replay:
         at = self.watch.key()
         editor.move_cursor(self._location(region.start))
         self.watch.handled()
-        await self._pause(pilot, editor, at)
+        await self._pause(pilot, editor, at, ahead=self.text[region.start:region.end], jump=True)
         i = region.start
         while i < region.end:
             want = self.text[i:region.end]
@@ -291,10 +299,10 @@ class Replay:
             i += 1
             if ch == "\n":
                 i += await self._fix_indent(pilot, editor, i, region.end)
-            line_end = i >= region.end or self.text[i - 1] == "\n"
+            line_end = i >= region.end or ch == "\n"  # (i is past the new line's indentation)
             if line_end:  # timed from the last key (indentation fixed after Enter included)
                 last = self.watch.last_key
-                await self._pause(pilot, editor, last, through and last == at)
+                await self._pause(pilot, editor, last, through and last == at, ahead=self.text[i:region.end])
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
 
@@ -327,11 +335,15 @@ class Replay:
                 self.tally.accepts_without_next += 1
         return len(piece)
 
-    async def _pause(self, pilot, editor: CodeEditor, at: float, had: bool = False) -> None:
-        """A pause at a line end: wait for a suggestion (or for none to come), and time it.
-        `had`: the key before it typed through a shown suggestion (nothing new to time). A new
-        suggestion may be on screen already: the watch saw when it came."""
+    async def _pause(self, pilot, editor: CodeEditor, at: float, had: bool = False, *, ahead: str = "",
+                     jump: bool = False) -> None:
+        """A pause at a line end (`jump`: at a region's start, after the cursor jumped there): wait
+        for a suggestion (or for none to come), and time it. `had`: the key before it typed through
+        a shown suggestion (nothing new to time). A new suggestion may be on screen already: the
+        watch saw when it came. `ahead`: what the file says next (a suggestion that is not its
+        start may be taken for an accept probe)."""
         self.tally.pauses += 1
+        self.tally.jumps += jump
         complete_at = await self._settle(pilot, editor,
                                          least_s=self.opts.line_pause_s - (time.monotonic() - at))
         if had or not editor.ghost_text:
@@ -340,9 +352,29 @@ class Replay:
         if editor.ghost_source in ("cache", "prefetch"):
             self.tally.served += 1
         if self.watch.first_text_at is not None:
-            self.tally.first_ghost.append(self.watch.first_text_at - at)
-        if complete_at is not None:
+            (self.tally.after_jump if jump else self.tally.first_ghost).append(self.watch.first_text_at - at)
+        if complete_at is not None and not jump:
             self.tally.complete.append(complete_at - at)
+        if (complete_at is not None and self.tally.accept_probes < ACCEPT_PROBES
+                and not ahead.startswith(editor.ghost_text)):
+            await self._probe_accept(pilot, editor)
+
+    async def _probe_accept(self, pilot, editor: CodeEditor) -> None:
+        """Tab on a suggestion the file does not want: time the next suggestion as after any
+        accept, then delete what Tab inserted (the text is as before; the replay goes on)."""
+        before, where = editor.text, editor.cursor_location
+        at = await self._press(pilot, "tab")
+        if editor.text == before:
+            return  # nothing was taken (the suggestion went meanwhile)
+        self.tally.accept_probes += 1
+        await self._settle(pilot, editor, least_s=0.0)
+        if self.watch.first_text_at is not None:
+            self.tally.after_accept.append(self.watch.first_text_at - at)
+        else:
+            self.tally.accepts_without_next += 1
+        editor.delete(where, editor.cursor_location)
+        if editor.text != before:
+            raise ReplayError("an accept probe could not be taken back (the editor's text differs)")
 
     async def _settle(self, pilot, editor: CodeEditor, *, least_s: float) -> float | None:
         """Let the app run at least `least_s`, then until nothing is pending (at most `wait_s`);
@@ -404,6 +436,10 @@ class Replay:
             "complete_count": len(t.complete),
             "after_accept_ms": percentiles(t.after_accept),
             "after_accept_count": len(t.after_accept),
+            "accept_probes": t.accept_probes,
+            "after_jump_ms": percentiles(t.after_jump),
+            "after_jump_count": len(t.after_jump),
+            "jumps": t.jumps,
             "accepts_without_next": t.accepts_without_next,
             "pauses": t.pauses,
             "pauses_with_ghost": t.pauses_with_ghost,

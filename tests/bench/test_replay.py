@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 SMALL = "def add_one(x):\n    return x + 1\n\n\ndef add_two(x):\n    return x + 2\n"
-LATENCIES = ("first_ghost_ms", "complete_ms", "after_accept_ms")
+LATENCIES = ("first_ghost_ms", "complete_ms", "after_accept_ms", "after_jump_ms")
 
 
 def _number(x) -> bool:
@@ -35,6 +35,10 @@ def test_replay_of_a_small_file_reports_every_key_with_numbers(bench, tmp_path: 
     assert data["vanished"] == 0, data["vanished_examples"]
     assert data["regions"] == 1 and data["file_chars"] == len(SMALL)  # a small file: all of it
     assert data["pauses"] >= 1 and data["requests"] >= 1
+    assert data["jumps"] == 1 and data["after_jump_count"] <= 1  # one region: one jump to its start
+    # every accept is timed or counted without a next one; probes are accepts the file did not want
+    assert 0 <= data["accept_probes"] <= data["after_accept_count"] + data["accepts_without_next"]
+    assert data["suggestions_accepted"] + data["accept_probes"] >= data["after_accept_count"]
     assert "first suggestion after a pause" in r.err  # the table goes to stderr with --json
 
 

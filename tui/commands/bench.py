@@ -467,7 +467,9 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"region(s) at {d['cps']:g} characters/s, {d['duration_s']:.0f} s",
         f"first suggestion after a pause  {ms('first_ghost_ms')}",
         f"complete suggestion             {ms('complete_ms')}",
-        f"next suggestion after accept    {ms('after_accept_ms')}; {d['accepts_without_next']} accept(s) with none",
+        f"next suggestion after accept    {ms('after_accept_ms')}; {d['accepts_without_next']} accept(s) with none; "
+        f"{d['accept_probes']} probe(s): Tab on a suggestion the file does not want, then taken back",
+        f"first suggestion after a jump   {ms('after_jump_ms')} (a region's start: a new place to read; {d['jumps']} jumps)",
         f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
         f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
         f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
