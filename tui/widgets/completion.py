@@ -59,6 +59,23 @@ def stable_window_start(prefix: str, max_chars: int) -> int:
     return nl + 1 if 0 <= nl < len(prefix) - 1 else start
 
 
+STICKY = 1.5  # a window kept where the last one began may grow to this many times its size
+HEAD_CHARS = 200  # the start of the last window, found again in the next prefix
+
+
+def sticky_window_start(prefix: str, max_chars: int, head: str = "") -> int:
+    """`stable_window_start`, except where the last request's window began (`head`: its first
+    characters) is still in `prefix` and the window from there holds at most STICKY x max_chars:
+    then it begins there again. Steps counted from the prefix's own start still move now and then
+    while typing (a step boundary crossed, or the editor's row window moved), and each move read
+    the whole window again (seconds for 1,000+ tokens on a small CPU)."""
+    if head:
+        at = prefix.find(head)
+        if at >= 0 and len(prefix) - at <= max_chars * STICKY:
+            return at
+    return stable_window_start(prefix, max_chars)
+
+
 class Completer:
     def __init__(
         self,
@@ -77,6 +94,7 @@ class Completer:
         self.prefetch: Prefetch | None = None  # the next suggestion, computed ahead
         self._active: int | None = None
         self._next_id = 0
+        self._heads: dict[str | None, str] = {}  # path -> the start of its last prefix window
 
     @property
     def ready(self) -> bool:
@@ -96,8 +114,10 @@ class Completer:
                       keystroke_at: float | None = None) -> CompletionRequest:
         """The request for a cursor; its time budget counts from `keystroke_at` (monotonic)."""
         o = self.options
+        start = sticky_window_start(prefix, PREFIX_CHARS, self._heads.get(path, ""))
+        self._heads[path] = prefix[start:start + HEAD_CHARS]
         return CompletionRequest(
-            prefix=prefix[stable_window_start(prefix, PREFIX_CHARS):],
+            prefix=prefix[start:],
             suffix=suffix[:SUFFIX_CHARS],
             path=path,
             context_files=self.context_files(path) if self.context_files else (),
