@@ -77,6 +77,12 @@ class TextFile:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         return cls(path, text, encoding, newline, DiskSignature.of_bytes(data, st))
 
+    def take_text(self) -> str:
+        """The text as read, handed over once: the editor's document is the buffer from then on,
+        and a second copy of a multi-megabyte file would only hold memory."""
+        text, self.text = self.text, ""
+        return text
+
     def encode(self, text: str) -> bytes:
         if self.newline != "\n":
             text = text.replace("\n", self.newline)
@@ -94,7 +100,6 @@ class TextFile:
         """Write atomically; afterwards `signature` matches the new file."""
         data = self.encode(text)
         write_atomic(self.path, data)
-        self.text = text
         self.signature = DiskSignature.of_bytes(data, self.path.stat())
 
 

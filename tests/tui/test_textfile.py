@@ -56,3 +56,19 @@ def test_newline_detection():
     assert detect_newline("a\nb") == "\n"
     assert detect_newline("a\rb\r") == "\r"
     assert detect_newline("") == "\n"
+
+
+def test_the_text_is_handed_over_once_and_a_save_keeps_no_copy(tmp_path):
+    from specterm.tui.memory import release_freed_memory
+
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    f = TextFile.load(path)
+    assert f.take_text() == "x = 1\n" and f.text == ""  # the editor's document is the buffer now
+    f.save("x = 2\n")
+    assert path.read_text() == "x = 2\n" and f.text == ""
+    assert not f.changed_on_disk()
+    import platform
+
+    # glibc is asked to return freed pages; other C libraries have nothing to ask
+    assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")

@@ -25,6 +25,7 @@ from specterm.engine import ContextFile
 
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
+from ..memory import TRIM_CHARS, release_freed_memory
 from ..textfile import FileLoadError, TextFile
 from ..themes import SpectermTheme
 from .completion import Completer
@@ -271,7 +272,8 @@ class EditorTabs(Vertical):
             return None
         self._pane_counter += 1
         pane_id = f"file-{self._pane_counter}"
-        editor = CodeEditor(text_file.text, path=path, theme=self.spectheme, completer=self.completer)
+        text = text_file.take_text()
+        editor = CodeEditor(text, path=path, theme=self.spectheme, completer=self.completer)
         editor.cursor_blink = self.blink
         open_file = OpenFile(text_file, editor, pane_id)
         open_file.mark_saved()
@@ -285,7 +287,9 @@ class EditorTabs(Vertical):
         self.post_message(self.FilesChanged())
         self._ring_add(open_file, 0)  # its head (imports, names) until the user works elsewhere
         self._schedule_prewarm(whole=True)
-        await self.completer.remember(text_file.text)  # the session drafter's memory (queued)
+        await self.completer.remember(text)  # the session drafter's memory (queued)
+        if len(text) >= TRIM_CHARS:
+            release_freed_memory()  # what reading and splitting it took, back to the system
         return editor
 
     def focus_editor(self, editor: CodeEditor) -> None:
@@ -466,8 +470,11 @@ class EditorTabs(Vertical):
         cursor = editor.cursor_location
         scroll = editor.scroll_offset
         open_file.file = fresh
-        editor.load_text(fresh.text)
-        self.run_worker(self.completer.remember(fresh.text), group="remember", exit_on_error=False)
+        text = fresh.take_text()
+        editor.load_text(text)
+        self.run_worker(self.completer.remember(text), group="remember", exit_on_error=False)
+        if len(text) >= TRIM_CHARS:
+            release_freed_memory()
         open_file.mark_saved()
         open_file.deleted = False
         row = min(cursor[0], editor.document.line_count - 1)
