@@ -169,8 +169,13 @@ class CodeEditor(TextArea):
         self._current_edit: Edit | None = None
         self._spectheme = theme
         self._rendering = False  # inside render_line (see `text`)
+        # Textual's __init__ builds a plain Document and its wrapped view of the text, then ours
+        # (`_set_document`), then ours again from a join of the text when it sets the language:
+        # for a 5 MB file three sets of line strings, a 10 MB join and a wrap table per line,
+        # seconds and tens of MB that the allocator keeps. It gets an empty text; ours is built
+        # once, below.
         super().__init__(
-            text,
+            "",
             id=id,
             soft_wrap=False,
             tab_behavior="indent",
@@ -178,6 +183,8 @@ class CodeEditor(TextArea):
             highlight_cursor_line=True,
             compact=True,
         )
+        if text:
+            self._set_document(text, None)
         self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
         self.apply_theme(theme)
 
