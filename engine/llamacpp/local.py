@@ -22,7 +22,7 @@ import threading
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Iterator
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..hybrid_drafter import HybridDrafter, session_drafter
@@ -54,7 +54,22 @@ PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for on
 # file takes the worker ~2 s on a 2-core CPU (a completion queued behind it waits that long) and
 # would fill much of the index with one file.
 REMEMBER_MAX_CHARS = 256 * 1024
+# A remembered text is tokenized this many characters at a time (cut after a line break): llama.cpp's
+# tokenizer on 256 KB at once took 13 MB that the C allocator kept (1.4 MB in 16 KB pieces). A
+# token that would have spanned a cut is two in the session memory, which only proposes drafts.
+REMEMBER_PIECE_CHARS = 16 * 1024
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
+
+
+def line_pieces(text: str, size: int) -> Iterator[str]:
+    """`text` in consecutive pieces of about `size` characters, each cut after a line break when
+    there is one within the next `size` characters."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + size, start + 2 * size)
+        end = min(start + size, len(text)) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def resolve_target(settings: ModelSettings) -> ModelSettings:
@@ -256,7 +271,11 @@ class LocalEngine:
         drafter = session_drafter(self.decoder.drafter)
         if drafter is None:
             return
-        tokens = self.target.tokenize(text, add_special=False) if isinstance(text, str) else text
+        if isinstance(text, str):
+            tokens = [t for piece in line_pieces(text, REMEMBER_PIECE_CHARS)
+                      for t in self.target.tokenize(piece, add_special=False)]
+        else:
+            tokens = text
         drafter.remember(tokens)
 
     async def forget_session(self) -> None:

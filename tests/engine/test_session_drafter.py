@@ -236,3 +236,17 @@ def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length
     assert hybrid.choose(12, 3, match=6) == (12, 0)  # a long match that holds: the whole guess
     n_s, n_m = hybrid.choose(12, 3, match=1)  # a short match that fails: cut, or the model's
     assert n_s < 4 and n_s + n_m <= 12
+
+
+def test_a_remembered_text_is_tokenized_in_line_pieces_that_join_back_to_it():
+    """llama.cpp's tokenizer holds tens of MB for a long text at once; the engine feeds it pieces
+    cut after a line break (a line longer than two pieces is cut inside)."""
+    from specterm.engine.llamacpp.local import line_pieces
+
+    text = "".join(f"line {i} " + "x" * (i % 50) + "\n" for i in range(3000)) + "y" * 500
+    pieces = list(line_pieces(text, 1000))
+    assert "".join(pieces) == text
+    assert all(p.endswith("\n") for p in pieces[:-1]) and 1000 <= len(pieces[0]) < 2000
+    long = "z" * 5000
+    assert [len(p) for p in line_pieces(long, 1000)] == [1000] * 5  # no line break: cut at the size
+    assert list(line_pieces("", 1000)) == [] and list(line_pieces("a\n", 1000)) == ["a\n"]
