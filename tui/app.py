@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -309,7 +309,24 @@ class SpectermApp(App[int]):
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
-        await self.open_file(event.path)
+        if await self.open_file(event.path) is None:
+            self.file_tree.release_keys()  # nothing opened: the notice says why
+
+    def on_descendant_focus(self, _event) -> None:
+        self._hand_on_held_keys()
+
+    async def on_event(self, event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self._hand_on_held_keys()  # before this key: they were typed first
+        await super().on_event(event)
+
+    def _hand_on_held_keys(self) -> None:
+        """Once the editor of a file chosen in the tree has the focus, the keys typed since the
+        choice (held by the tree) go to it, in order and before any typed later."""
+        focused = self.focused
+        if isinstance(focused, CodeEditor):
+            for key in self.file_tree.release_keys():
+                focused._forward_event(key)  # as the app forwards a key to the focused widget
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area
