@@ -323,10 +323,8 @@ class SpectermApp(App[int]):
     def _hand_on_held_keys(self) -> None:
         """Once the editor of a file chosen in the tree has the focus, the keys typed since the
         choice (held by the tree) go to it, in order and before any typed later."""
-        focused = self.focused
-        if isinstance(focused, CodeEditor):
-            for key in self.file_tree.release_keys():
-                focused._forward_event(key)  # as the app forwards a key to the focused widget
+        if isinstance(self.focused, CodeEditor):
+            self.file_tree.hand_keys_to(self.focused)
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area

@@ -12,7 +12,7 @@ import ctypes
 import ctypes.util
 from functools import lru_cache
 
-TRIM_CHARS = 1 << 20  # files at least this long (characters) are worth a trim after reading
+TRIM_CHARS = 1 << 20  # texts at least this long (characters) are worth a trim after reading
 
 
 @lru_cache(maxsize=1)
@@ -25,6 +25,12 @@ def _malloc_trim():
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return trim
+
+
+def release_after_reading(text: str) -> None:
+    """After a file's `text` was read and handed on: a long one left freed pages worth returning."""
+    if len(text) >= TRIM_CHARS:
+        release_freed_memory()
 
 
 def release_freed_memory() -> bool:

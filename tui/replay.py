@@ -8,8 +8,9 @@ suggestion is what the file says next, End when its first line is, ctrl+right wh
 first word is. Time is measured from the keystroke; a suggestion taken whole (Tab, or line by line
 or word by word to its end) is an accept, and the time to the next suggestion after it is
 `after_accept_ms`. A small model's suggestion is seldom exactly what the file says, so at up to
-ACCEPT_PROBES pauses the user also presses Tab on a suggestion the file does not want, times the next
-one the same way, and takes the accepted text out again (an accept probe; the file is unchanged).
+ACCEPT_PROBES pauses the user also presses Tab on a suggestion the file does not want, times the
+next one the same way, and takes the accepted text out again (an accept probe; the file is
+unchanged).
 The start of a region is a cursor jump, not a pause in typing: the first suggestion there has a new
 place to read and is reported on its own (`after_jump_ms`). After the typing, the same requests run
 again with the UI idle, to compare in-app tokens/s with the engine's own.
@@ -302,7 +303,8 @@ class Replay:
             line_end = i >= region.end or ch == "\n"  # (i is past the new line's indentation)
             if line_end:  # timed from the last key (indentation fixed after Enter included)
                 last = self.watch.last_key
-                await self._pause(pilot, editor, last, through and last == at, ahead=self.text[i:region.end])
+                await self._pause(pilot, editor, last, through and last == at,
+                                  ahead=self.text[i:region.end])
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
 
@@ -328,15 +330,19 @@ class Replay:
             self.tally.word_accepts += 1
         if whole:
             self.tally.accepted += 1
-            await self._settle(pilot, editor, least_s=0.0)
-            if self.watch.first_text_at is not None:
-                self.tally.after_accept.append(self.watch.first_text_at - at)
-            else:
-                self.tally.accepts_without_next += 1
+            await self._time_next_after(pilot, editor, at)
         return len(piece)
 
-    async def _pause(self, pilot, editor: CodeEditor, at: float, had: bool = False, *, ahead: str = "",
-                     jump: bool = False) -> None:
+    async def _time_next_after(self, pilot, editor: CodeEditor, at: float) -> None:
+        """After an accept pressed at `at`: wait for the next suggestion and time its first text."""
+        await self._settle(pilot, editor, least_s=0.0)
+        if self.watch.first_text_at is not None:
+            self.tally.after_accept.append(self.watch.first_text_at - at)
+        else:
+            self.tally.accepts_without_next += 1
+
+    async def _pause(self, pilot, editor: CodeEditor, at: float, had: bool = False, *,
+                     ahead: str = "", jump: bool = False) -> None:
         """A pause at a line end (`jump`: at a region's start, after the cursor jumped there): wait
         for a suggestion (or for none to come), and time it. `had`: the key before it typed through
         a shown suggestion (nothing new to time). A new suggestion may be on screen already: the
@@ -352,7 +358,8 @@ class Replay:
         if editor.ghost_source in ("cache", "prefetch"):
             self.tally.served += 1
         if self.watch.first_text_at is not None:
-            (self.tally.after_jump if jump else self.tally.first_ghost).append(self.watch.first_text_at - at)
+            first = self.tally.after_jump if jump else self.tally.first_ghost
+            first.append(self.watch.first_text_at - at)
         if complete_at is not None and not jump:
             self.tally.complete.append(complete_at - at)
         if (complete_at is not None and self.tally.accept_probes < ACCEPT_PROBES
@@ -367,11 +374,7 @@ class Replay:
         if editor.text == before:
             return  # nothing was taken (the suggestion went meanwhile)
         self.tally.accept_probes += 1
-        await self._settle(pilot, editor, least_s=0.0)
-        if self.watch.first_text_at is not None:
-            self.tally.after_accept.append(self.watch.first_text_at - at)
-        else:
-            self.tally.accepts_without_next += 1
+        await self._time_next_after(pilot, editor, at)
         editor.delete(where, editor.cursor_location)
         if editor.text != before:
             raise ReplayError("an accept probe could not be taken back (the editor's text differs)")

@@ -8,9 +8,9 @@ request that would be thrown away costs more when responses are slow, so the pau
 
 A line break is different: people stop at the end of a line to read and think, so the request
 starts almost at once (LINE_BREAK_S) after Enter, and after blanks typed or deleted that leave the
-cursor in its line's indentation (the new line's indentation fixed with Backspace or Tab). If typing goes on instead, the next key cancels it; it has
-cost the model a line's worth of prompt tokens (tens of ms), against 100-250 ms of waiting at
-every line end otherwise.
+cursor in its line's indentation (the new line's indentation fixed with Backspace or Tab). If
+typing goes on instead, the next key cancels it; it has cost the model a line's worth of prompt
+tokens (tens of ms), against 100-250 ms of waiting at every line end otherwise.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from specterm.engine import ContextFile
 
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
-from ..memory import TRIM_CHARS, release_freed_memory
+from ..memory import release_after_reading
 from ..textfile import FileLoadError, TextFile
 from ..themes import SpectermTheme
 from .completion import Completer
@@ -288,8 +288,7 @@ class EditorTabs(Vertical):
         self._ring_add(open_file, 0)  # its head (imports, names) until the user works elsewhere
         self._schedule_prewarm(whole=True)
         await self.completer.remember(text)  # the session drafter's memory (queued)
-        if len(text) >= TRIM_CHARS:
-            release_freed_memory()  # what reading and splitting it took, back to the system
+        release_after_reading(text)  # what reading and splitting it took, back to the system
         return editor
 
     def focus_editor(self, editor: CodeEditor) -> None:
@@ -473,8 +472,7 @@ class EditorTabs(Vertical):
         text = fresh.take_text()
         editor.load_text(text)
         self.run_worker(self.completer.remember(text), group="remember", exit_on_error=False)
-        if len(text) >= TRIM_CHARS:
-            release_freed_memory()
+        release_after_reading(text)
         open_file.mark_saved()
         open_file.deleted = False
         row = min(cursor[0], editor.document.line_count - 1)

@@ -22,6 +22,7 @@ from pathspec import GitIgnoreSpec
 from textual import events, work
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import DirectoryTree, Tree
 from textual.widgets.directory_tree import DirEntry
 from textual.widgets.tree import TreeNode
@@ -140,13 +141,17 @@ class FileTree(DirectoryTree):
             self._hold_timer = None
         return [events.Key(key.key, key.character) for key in held]
 
+    def hand_keys_to(self, widget: Widget | None) -> None:
+        """Release the held keys to `widget` (dropped without one), as the app forwards a key to
+        the focused widget."""
+        for key in self.release_keys():
+            if widget is not None:
+                widget._forward_event(key)
+
     def _give_back_keys(self) -> None:
         """No editor took the focus in time: the held keys go where the focus is (the tree, when
         what was selected did not open as a file)."""
-        focused = self.app.focused
-        for key in self.release_keys():
-            if focused is not None:
-                focused._forward_event(key)
+        self.hand_keys_to(self.app.focused)
 
     # -- which folders are shown ------------------------------------------------------------------
 
