@@ -21,6 +21,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 from watchfiles import Change
 
@@ -46,6 +47,7 @@ CHAT_WIDTH = 140  # from this many columns the chat pane starts open too
 CONTEXT_LINES = 30  # lines around the cursor sent with a chat question when nothing is selected
 CONTEXT_CHUNKS = 6  # chunks of the context ring (other files, copies) offered with a completion
 AROUND_LINES = 32  # lines around the cursor the chunks are picked by
+HOLD_KEYS_S = 5.0  # the longest keys typed after choosing a file in the tree wait for its editor
 
 
 class SpectermApp(App[int]):
@@ -93,6 +95,8 @@ class SpectermApp(App[int]):
         if self.over_ssh:
             self.animation_level = "none"
         self.acceptance_history: list[float] = []
+        self._held_keys: list[events.Key] | None = None  # typed while a file chosen in the tree opens
+        self._hold_timer: Timer | None = None
         self.completer = Completer(
             CompletionOptions.from_config(settings.completion),
             event_sink=self._engine_event,
@@ -309,22 +313,53 @@ class SpectermApp(App[int]):
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
+        self._hold_keys()  # (a click; Enter started holding already)
         if await self.open_file(event.path) is None:
-            self.file_tree.release_keys()  # nothing opened: the notice says why
+            await self._release_held_keys()  # nothing opened (the notice says why): to the tree
 
-    def on_descendant_focus(self, _event) -> None:
-        self._hand_on_held_keys()
+    # -- keys typed while a file chosen in the tree opens -----------------------------------------
+    # Enter (or a click) on a file opens it in the editor, which takes the focus only once its tab
+    # is on screen; keys typed meanwhile (a fast typist, keys arriving together over SSH) went to
+    # the tree, which has no use for them: they were lost. The app holds them from that Enter and
+    # replays them once an editor has the focus, in order and before any key typed later; if none
+    # takes it within HOLD_KEYS_S they go where the focus is. The app is the one place every key
+    # passes through in order: a hold kept by the tree lost any key still in the tree's queue when
+    # the editor took the rest.
 
     async def on_event(self, event) -> None:
+        if isinstance(event, events.Key) and not self.screen_stack:
+            return  # closing: the screens are gone, a key (or one bubbling back) has nowhere to go
         if isinstance(event, events.Key) and not event.is_forwarded:
-            self._hand_on_held_keys()  # before this key: they were typed first
+            if self._held_keys is not None:
+                if not isinstance(self.focused, CodeEditor):
+                    self._held_keys.append(events.Key(event.key, event.character))
+                    return
+                await self._release_held_keys()  # typed before this key
+            elif self.focused is self.file_tree and self.file_tree.opens_file_on(event.key):
+                await super().on_event(event)
+                self._hold_keys()
+                return
         await super().on_event(event)
 
-    def _hand_on_held_keys(self) -> None:
-        """Once the editor of a file chosen in the tree has the focus, the keys typed since the
-        choice (held by the tree) go to it, in order and before any typed later."""
-        if isinstance(self.focused, CodeEditor):
-            self.file_tree.hand_keys_to(self.focused)
+    async def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if self._held_keys is not None and isinstance(event.widget, CodeEditor):
+            await self._release_held_keys()
+
+    def _hold_keys(self) -> None:
+        if self._held_keys is None:
+            self._held_keys = []
+            self._hold_timer = self.set_timer(HOLD_KEYS_S, self._release_held_keys)
+
+    async def _release_held_keys(self) -> None:
+        """The held keys, in order, as if typed now (priority bindings first), to the focus."""
+        held, self._held_keys = self._held_keys or [], None
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
+        for key in held:
+            if not self.screen_stack:
+                return  # closing
+            await super().on_event(key)
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area

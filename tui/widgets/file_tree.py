@@ -19,17 +19,14 @@ from pathlib import Path
 from typing import Iterable
 
 from pathspec import GitIgnoreSpec
-from textual import events, work
+from textual import work
 from textual.message import Message
-from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import DirectoryTree, Tree
 from textual.widgets.directory_tree import DirEntry
 from textual.widgets.tree import TreeNode
 from watchfiles import Change
 
 ALWAYS_HIDDEN = {".git", "__pycache__", ".specterm-tmp"}
-HOLD_KEYS_S = 5.0  # the longest keys typed after selecting a file wait for its editor
 
 
 def entry_order(name: str, is_dir: bool) -> tuple:
@@ -102,56 +99,17 @@ class FileTree(DirectoryTree):
         super().__init__(path, id=id)
         self.gitignore = GitIgnore(Path(path))
         self._unwatched: set[int] = set()  # ids of loaded nodes the user collapsed (not watched since)
-        self._held: list[events.Key] | None = None  # keys typed while a selected file opens
-        self._hold_timer: Timer | None = None
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not self.gitignore.ignored(p)]
 
-    # -- keys typed while a selected file opens ---------------------------------------------------
-    # Enter (or a click) on a file opens it in the editor, which takes the focus once its tab is
-    # on screen; keys typed meanwhile (a fast typist, keys arriving together over SSH) reached the
-    # tree, which has no use for them: they were lost. The tree holds them until the app hands them
-    # on (`release_keys`), or gives them back after HOLD_KEYS_S if no editor took the focus.
-
-    def _hold_keys_for(self, node: TreeNode[DirEntry] | None) -> None:
-        if node is not None and not node.allow_expand and self._held is None:
-            self._held = []
-            self._hold_timer = self.set_timer(HOLD_KEYS_S, self._give_back_keys)
-
-    def select_node(self, node: TreeNode[DirEntry] | None) -> None:
-        self._hold_keys_for(node)
-        super().select_node(node)
-
-    async def _on_key(self, event: events.Key) -> None:
-        if self._held is not None:
-            event.stop()
-            event.prevent_default()
-            self._held.append(event)
-        elif event.key == "enter":
-            # The binding selects the node once this key has bubbled up to the app; keys already
-            # queued behind it here come first: hold from now.
-            self._hold_keys_for(self.cursor_node)
-
-    def release_keys(self) -> list[events.Key]:
-        """The keys held since a file was selected, as new events (in order); stops holding."""
-        held, self._held = self._held or [], None
-        if self._hold_timer is not None:
-            self._hold_timer.stop()
-            self._hold_timer = None
-        return [events.Key(key.key, key.character) for key in held]
-
-    def hand_keys_to(self, widget: Widget | None) -> None:
-        """Release the held keys to `widget` (dropped without one), as the app forwards a key to
-        the focused widget."""
-        for key in self.release_keys():
-            if widget is not None:
-                widget._forward_event(key)
-
-    def _give_back_keys(self) -> None:
-        """No editor took the focus in time: the held keys go where the focus is (the tree, when
-        what was selected did not open as a file)."""
-        self.hand_keys_to(self.app.focused)
+    def opens_file_on(self, key: str) -> bool:
+        """Whether `key` now selects the file under the cursor (the Tree's select binding), which
+        opens it in the editor: the app holds keys typed after it until that editor has the focus."""
+        node = self.cursor_node
+        if node is None or node.data is None or node.allow_expand:
+            return False
+        return any(b.action == "select_cursor" for b in self._bindings.key_to_bindings.get(key, ()))
 
     # -- which folders are shown ------------------------------------------------------------------
 
