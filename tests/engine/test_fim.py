@@ -81,6 +81,8 @@ def test_heal_index_allows_exactly_the_tokens_that_agree_with_the_healed_text():
     assert allowed(idx.mask(b" ", no_blank_after=True)) == {b" return"}
     assert b" return" not in allowed(idx.mask(b"", no_blank_after=True))
     assert b"return" in allowed(idx.mask(b"", no_blank_after=True))
+    twice = HealIndex(pieces + [b"\n"])  # one piece under two ids (as vocabularies have): both agree
+    assert {1, len(pieces)} <= set(np.flatnonzero(twice.mask(b"\n    ")).tolist())
 
 
 def test_models_without_fim_tokens_fall_back_to_prefix_completion(models):
