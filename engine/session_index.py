@@ -9,7 +9,10 @@ created per token:
 - a hash table of buckets, `ways` positions each, keyed by (n, the n tokens before a position):
   a bucket keeps the latest occurrences of its n-grams (a position overwrites the slot
   `position % ways`, so frequent n-grams keep several recent occurrences and a flood of new text
-  evicts old entries).
+  evicts old entries). Hashed positions touch every page of a table, so the table starts small
+  and grows (rebuilt from the ring, 4x at a time) while its entries pass a quarter of its slots,
+  up to its share of the cap: a session that has read one file holds a few hundred KB, not the
+  whole cap (a 32 MB cap made 8 MB of table resident after 20k tokens).
 
 A hit is verified against the ring, so hash collisions and overwritten text are never proposed.
 Documents (a file, an earlier answer) are separated by a marker that no match or continuation
@@ -30,6 +33,9 @@ _M64 = (1 << 64) - 1
 _POS_MAX = 2**31 - 1  # positions are int32
 _MATCH_MAX = 32  # a match is extended backwards up to this many tokens
 _SMALL = 16  # appends up to this many tokens are indexed in plain Python (numpy's per-call cost)
+_FIRST_BITS = 12  # the table starts with 2**12 buckets (64 KB at 4 ways)
+_LOAD = 0.25  # entries written per slot above which the table grows
+_GROWTH_BITS = 2  # 4x the buckets at a time
 DEFAULT_NGRAMS = (1, 2, 3, 4, 6, 8)
 
 
@@ -54,15 +60,20 @@ class NgramIndex:
         half = memory_bytes // 2
         self.capacity = max(half // 4, 64)  # int32 tokens
         buckets = max(half // (4 * self.ways), 16)
-        self._bits = buckets.bit_length() - 1  # a power of two, at most `buckets`
-        # np.zeros maps pages lazily: memory is touched as the index fills, never beyond this.
+        self._max_bits = buckets.bit_length() - 1  # a power of two, at most `buckets`
+        # np.zeros maps pages lazily: the ring is touched as it fills, never beyond this.
         self._ring = np.zeros(self.capacity, dtype=np.int32)
-        self._table = np.zeros((1 << self._bits, self.ways), dtype=np.int32)
         self.clear()
 
     @property
     def nbytes(self) -> int:
-        return self._ring.nbytes + self._table.nbytes
+        """The memory bound: the ring and the largest table."""
+        return self._ring.nbytes + (1 << self._max_bits) * self.ways * 4
+
+    @property
+    def table_bytes(self) -> int:
+        """The table's size now (it grows with the text held, up to its share of `nbytes`)."""
+        return self._table.nbytes
 
     @property
     def tokens(self) -> int:
@@ -70,8 +81,9 @@ class NgramIndex:
         return min(self.end, self.capacity)
 
     def clear(self) -> None:
-        if getattr(self, "end", 1) > 1:
-            self._table.fill(_EMPTY)
+        self._bits = min(_FIRST_BITS, self._max_bits)
+        self._table = np.zeros((1 << self._bits, self.ways), dtype=np.int32)
+        self._written = 0  # entries written into the table since it was (re)built
         self._ring[0] = _SEP
         self.end = 1  # next position to write; position 0 is a separator
         self._tail = np.empty(0, dtype=np.int32)  # the current document's last tokens
@@ -102,27 +114,47 @@ class NgramIndex:
         self._write(arr)
         if arr.size <= _SMALL:
             self._extend_small(arr.tolist(), start)
-            return
-        ctx = np.concatenate([self._tail, arr])
-        first = self._tail.size  # ctx[first + i] is at position start + i
-        hashes = ctx.astype(np.uint64)
-        for n in self.ngrams:
+        else:
+            ctx = np.concatenate([self._tail, arr])
             # positions p (continuation starts) with n tokens of this document before them and a
-            # known continuation: p = start + i for i in [max(0, n - first), arr.size); the new
-            # end is indexed by the next append (its i == 0), so it never takes an older slot.
-            lo = max(0, n - first)
-            if lo >= arr.size:
+            # known continuation: p in [start, start + arr.size); the new end is indexed by the
+            # next append (its first position), so it never takes an older slot.
+            self._index(ctx, start - self._tail.size, start)
+            keep = max(self.ngrams) + _MATCH_MAX
+            self._tail = ctx[-keep:].copy()
+            self._tail_list = self._tail.tolist()
+        if self._written > _LOAD * self._table.size and self._bits < self._max_bits:
+            self._grow()
+
+    def _index(self, ctx: np.ndarray, ctx_start: int, p_from: int) -> None:
+        """Index every continuation position p >= p_from of `ctx` (ctx[i] is at position
+        ctx_start + i) under each n-gram of the n tokens before it; n-grams and continuations
+        that hold a document separator are skipped."""
+        hashes = ctx.astype(np.uint64)
+        seps = np.concatenate([[0], np.cumsum(ctx == _SEP)])  # separators in ctx[:i]: seps[i]
+        for n in self.ngrams:
+            lo = max(p_from - ctx_start, n)  # ctx index of the first continuation
+            if lo >= ctx.size:
                 continue
-            count = arr.size - lo
+            count = ctx.size - lo
             h = np.zeros(count, dtype=np.uint64)
-            base = first + lo - n  # ctx index of the first token of the first n-gram
             for k in range(n):
-                h = h * _BASE + hashes[base + k : base + k + count]
-            pos = np.arange(start + lo, start + arr.size, dtype=np.int64)
+                h = h * _BASE + hashes[lo - n + k : lo - n + k + count]
+            idx = np.arange(lo, ctx.size)
+            ok = (seps[idx + 1] - seps[idx - n]) == 0  # no separator in the n-gram or at p
+            if not ok.all():
+                h, idx = h[ok], idx[ok]
+            pos = idx + ctx_start
             self._table[self._bucket(h, n), pos % self.ways] = pos.astype(np.int32)
-        keep = max(self.ngrams) + _MATCH_MAX
-        self._tail = ctx[-keep:].copy()
-        self._tail_list = self._tail.tolist()
+            self._written += int(idx.size)
+
+    def _grow(self) -> None:
+        """A table 4x larger (at most the cap's share), rebuilt from the text the ring holds."""
+        self._bits = min(self._bits + _GROWTH_BITS, self._max_bits)
+        self._table = np.zeros((1 << self._bits, self.ways), dtype=np.int32)
+        self._written = 0
+        lo = max(self.end - self.capacity + 1, 0)
+        self._index(np.asarray(self._at(lo, self.end), dtype=np.int32), lo, lo)
 
     def _extend_small(self, new: list[int], start: int) -> None:
         """`extend` for a few tokens (what one decoding pass emits), without numpy calls."""
@@ -137,6 +169,7 @@ class NgramIndex:
                     break
                 row = table[self._bucket_py(ctx[j - n : j], n)]
                 row[int(row.argmin())] = p  # the oldest entry (or a free one) makes room
+                self._written += 1
         keep = max(self.ngrams) + _MATCH_MAX
         self._tail_list = ctx[-keep:]
         self._tail = np.asarray(self._tail_list, dtype=np.int32)

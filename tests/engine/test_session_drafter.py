@@ -106,6 +106,25 @@ def test_memory_stays_under_its_cap_through_a_long_session():
     assert all(c.match_len < 8 for c in stale)  # ... the oldest was evicted, never proposed
 
 
+def test_the_table_grows_with_the_text_and_keeps_what_it_held():
+    idx = NgramIndex(32 << 20, ngrams=(2, 3, 4))
+    rng = np.random.default_rng(1)
+    docs = [rng.integers(0, 5000, 3000).tolist() for _ in range(40)]
+    empty = idx.table_bytes
+    idx.add_document(docs[0])
+    small = idx.table_bytes
+    assert small <= 1 << 20  # one file's worth, not the cap's share (8 MB here)
+    for doc in docs[1:]:
+        idx.add_document(doc)
+    assert small < idx.table_bytes <= idx.nbytes  # rebuilt larger on the way
+    for doc in docs:  # what was indexed before each rebuild is still found ...
+        assert idx.lookup(doc[100:140], 6)[0].continuation == doc[140:146]
+    for a, b in zip(docs, docs[1:]):  # ... and still stops at document boundaries
+        assert all(c.continuation[:3] != b[:3] for c in idx.lookup(a[-3:], 3))
+    idx.clear()
+    assert idx.table_bytes == empty < small and not idx.lookup(docs[0][100:140], 6)
+
+
 def test_bad_memory_caps_are_refused():
     with pytest.raises(ValueError, match="positive memory cap"):
         SessionDrafter(memory_mb=0)
