@@ -101,3 +101,53 @@ def test_editor_document_matches_textual_after_random_edits():
             assert view.get_tab_widths(row) == reference.get_tab_widths(row)
             assert view.get_offsets(row) == reference.get_offsets(row)
     assert mine.get_size(8) == theirs.get_size(8)  # another tab width measures again
+
+
+def test_block_lines_split_and_edit_as_textual_does_across_blocks():
+    """Lines kept in blocks are the lines Textual's Document has (every newline style, a form
+    feed, a final line break or none), after edits that span many blocks; a copy is a snapshot,
+    and comparing them tells an edited buffer from a saved one."""
+    for text in ["", "\n", "a", "a\r\nb\r\n", "x\x0cy\n\n", "\r", "a\rb", "l\n" * 200, "ab\n" * 70_000 + "end"]:
+        assert list(EditorDocument(text).lines) == Document(text).lines
+        assert EditorDocument(text).text == Document(text).text
+    rng = random.Random(3)
+    pieces = ["x", "", "\n", "a\nb", "zz\nyy\nww", "\n".join(map(str, range(150)))]
+    for _ in range(20):
+        start = "".join(rng.choice([f"line {i}\n", "\n", "q", "\r\n"]) for i in range(rng.randint(0, 3000)))
+        mine, theirs = EditorDocument(start), Document(start)
+        saved = mine.lines.copy()
+        for _ in range(40):
+            r1 = rng.randrange(theirs.line_count)
+            r2 = min(theirs.line_count - 1, r1 + rng.choice([0, 0, 1, 5, 100, 300]))
+            c1, c2 = rng.randint(0, len(theirs[r1])), rng.randint(0, len(theirs[r2]))
+            piece = rng.choice(pieces)
+            assert mine.replace_range((r1, c1), (r2, c2), piece) == theirs.replace_range((r1, c1), (r2, c2), piece)
+            assert mine.line_count == theirs.line_count and mine[-1] == theirs[-1]
+            a, b = sorted((rng.randrange(theirs.line_count + 1), rng.randrange(theirs.line_count + 1)))
+            assert mine.lines[a:b] == theirs.lines[a:b]
+        assert list(mine.lines) == theirs.lines and mine.text == theirs.text
+        assert list(saved) == Document(start).lines  # the snapshot kept the text as it was
+        assert (saved == mine.lines) == (Document(start).lines == theirs.lines)
+    undone = EditorDocument("a\nb\n" * 100)
+    saved = undone.lines.copy()
+    undone.replace_range((50, 0), (50, 1), "z")
+    assert undone.lines != saved
+    undone.replace_range((50, 0), (50, 1), "a")
+    assert undone.lines == saved  # typed and taken back: clean again
+
+
+def test_block_lines_cost_about_the_text():
+    """Textual's list of line strings costs ~49 bytes a line over the text; blocks do not."""
+    import tracemalloc
+
+    text = "".join(f"    value_{i} = compute({i}, name='x')\n" for i in range(50_000))
+
+    def held(build) -> int:
+        tracemalloc.start()
+        try:
+            document = build(text)
+            return tracemalloc.get_traced_memory()[0] if document.line_count else 0
+        finally:
+            tracemalloc.stop()
+
+    assert held(EditorDocument) < 1.1 * len(text) < 0.5 * held(Document)

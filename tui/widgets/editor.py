@@ -52,7 +52,7 @@ from . import alternatives
 from .alternatives import Alternatives
 from .completion import Completer
 from .debounce import AdaptiveDebounce
-from .document import EditorDocument, UnwrappedDocument
+from .document import BlockLines, EditorDocument, UnwrappedDocument
 from .ghost import cache_key, next_line, next_word, visible_ghost
 from .highlight import (
     WHOLE_FILE_LINES,
@@ -173,7 +173,7 @@ class CodeEditor(TextArea):
         # (`_set_document`), then ours again from a join of the text when it sets the language:
         # for a 5 MB file three sets of line strings, a 10 MB join and a wrap table per line,
         # seconds and tens of MB that the allocator keeps. It gets an empty text; ours is built
-        # once, below.
+        # once, below (for an empty file too: every editor's lines are `BlockLines`).
         super().__init__(
             "",
             id=id,
@@ -183,17 +183,19 @@ class CodeEditor(TextArea):
             highlight_cursor_line=True,
             compact=True,
         )
-        if text:
-            self._set_document(text, None)
+        self._set_document(text, None)
         self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
         self.apply_theme(theme)
 
+    @property
+    def lines(self) -> BlockLines:
+        """The document's lines (the editor's own document keeps them in blocks)."""
+        return self.document.lines  # type: ignore[return-value]
+
     def _set_document(self, text: str, language: str | None) -> None:
         """Textual's, with a document and view that stay fast in multi-megabyte files
-        (tui/widgets/document.py). Highlighting is pygments' (no tree-sitter language is set)."""
-        if language:
-            super()._set_document(text, language)
-            return
+        (tui/widgets/document.py). Highlighting is pygments', so a tree-sitter `language` is not
+        used: every editor has this document."""
         self._highlight_query = None
         self.document = EditorDocument(text)
         self.wrapped_document = UnwrappedDocument(self.document, tab_width=self.indent_width)

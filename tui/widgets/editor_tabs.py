@@ -29,6 +29,7 @@ from ..memory import release_after_reading
 from ..textfile import FileLoadError, TextFile
 from ..themes import SpectermTheme
 from .completion import Completer
+from .document import BlockLines
 from .editor import CodeEditor
 
 PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
@@ -48,28 +49,29 @@ WELCOME = (
 class OpenFile:
     """One tab: the file as loaded, its editor, and what was last read from or written to disk.
 
-    The saved version is kept as the document's lines (shared string objects, not a copy of the
-    text): the dirty check runs on every keystroke, and comparing line lists compares unchanged
-    lines by identity, where comparing texts would join a multi-megabyte file each time.
+    The saved version is kept as a copy of the document's lines (`BlockLines.copy`: the blocks are
+    shared, not the text copied): the dirty check runs on every keystroke, and comparing them
+    compares unchanged blocks by identity, where comparing texts would join a multi-megabyte file
+    each time.
     """
 
     file: TextFile
     editor: CodeEditor
     pane_id: str
-    saved_lines: list[str] = field(default_factory=list)
+    saved_lines: BlockLines = field(default_factory=BlockLines)
     deleted: bool = False
 
     def mark_saved(self) -> None:
         """The buffer as it is now is what the disk holds."""
-        self.saved_lines = list(self.editor.document.lines)
+        self.saved_lines = self.editor.lines.copy()
 
     @property
     def saved_text(self) -> str:
-        return self.editor.document.newline.join(self.saved_lines)
+        return self.saved_lines.join(self.editor.document.newline)
 
     @property
     def dirty(self) -> bool:
-        return self.editor.document.lines != self.saved_lines
+        return self.editor.lines != self.saved_lines
 
     @property
     def label(self) -> str:
