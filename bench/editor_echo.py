@@ -1,14 +1,21 @@
 """Keystroke echo in a large file: the real app, headless (Textual's run_test/Pilot), opens FILE,
 types at several spots spread through it and reports keystroke-to-paint latency (p50/p95: from the
-key event until the screen update that drew the edited line has ended) and RSS growth (opening the file, then
-typing).
+key event until the screen update that drew the edited line has ended) and RSS growth (opening the
+file, then typing).
 
-    .venv/bin/python bench/editor_echo.py FILE [--keys N] [--make-mb 5] [--no-completions] [--json]
+    .venv/bin/python bench/editor_echo.py FILE [--keys N] [--make-mb 5] [--no-completions] [--cold] [--json]
 
 `--make-mb M` first writes FILE from the standard library's .py files concatenated (about M MB):
 the 5 MB test input is generated, never committed. The app loads its model (the demo pair unless
 configured) before anything is measured; completions run as in the app, after each pause at a spot
 (`--no-completions` turns them off).
+
+Memory is FILE's: by default the app first edits a small file (FILE's first 60 KB, with
+completions), as a session in use would have, so that what the first use of the model costs
+whatever the file (its KV cache pages touched, token healing's index, the session memory's first
+table) is not counted as FILE's; `--cold` opens FILE first thing, and the warm-up's own growth is
+reported (`warm_up_growth_mb`). The growth is also given as private memory alone (RssAnon; the
+rest is pages of mapped files, above all the model's weights).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from specterm.tui.app import SpectermApp
 from specterm.tui.config import load_settings
 
 WORD = "value_1 "  # typed at each spot, one key at a time
+WARM_UP_CHARS = 60_000  # the small file edited first (the start of FILE)
 
 
 def make_input(path: Path, megabytes: float) -> None:
@@ -47,9 +55,12 @@ def make_input(path: Path, megabytes: float) -> None:
     path.write_text("".join(parts)[:limit], encoding="utf-8")
 
 
-def rss_mb() -> float:
+def rss_mb(kind: str = "VmRSS") -> float:
+    """Resident memory in MB: all of it (VmRSS), or its private part (RssAnon: the heap, numpy
+    arrays, llama.cpp's buffers) or its file-backed part (RssFile: pages of mapped files, above
+    all the model's weights as decoding first reads them; shared page cache, not the editor's)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -73,8 +84,47 @@ def stop_profiler(profiler, what: str) -> None:
     print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
 
 
+async def type_at_spots(app, pilot, editor, keys: int, interval_s: float,
+                        pause_s: float) -> list[float]:
+    """Type WORD at spots spread through the editor's file, one key at a time as the terminal
+    driver sends them; the keystroke-to-paint latency of each key (ms)."""
+    painted: list[float] = []
+    real_render = editor.render_line
+
+    def render_line(y: int):  # record when the editor draws a line
+        painted.append(time.perf_counter())
+        return real_render(y)
+
+    editor.render_line = render_line  # type: ignore[method-assign]
+    lines = editor.document.line_count
+    spots = max(1, keys // len(WORD))
+    latencies: list[float] = []
+    driver = app._driver
+    for s in range(spots):
+        row = int((s + 0.5) * lines / spots)
+        editor.move_cursor((row, len(editor.document[row])))
+        await pilot.pause(0.1)
+        for ch in WORD:
+            before = editor.document[row]
+            painted.clear()
+            key = "space" if ch == " " else ch
+            t0 = time.perf_counter()
+            driver.send_message(events.Key(key, ch))
+            while True:  # the edit applied and its line drawn
+                await asyncio.sleep(0)
+                if editor.document[row] != before and painted:
+                    break
+                if time.perf_counter() - t0 > 30:
+                    raise SystemExit("a keystroke took more than 30 s")
+            latencies.append((time.perf_counter() - t0) * 1000)  # the paint has ended
+            await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
+        await pilot.pause(pause_s)
+    editor.render_line = real_render  # type: ignore[method-assign]
+    return latencies
+
+
 async def measure(path: Path, keys: int, interval_s: float, pause_s: float, engine: bool,
-                  profile: bool = False) -> dict:
+                  profile: bool = False, warm: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as home:
         env = {"HOME": home, "XDG_CONFIG_HOME": str(Path(home) / ".config")}
         overrides = {} if engine else {"completion.auto": False}
@@ -83,7 +133,17 @@ async def measure(path: Path, keys: int, interval_s: float, pause_s: float, engi
         async with app.run_test(size=(120, 40)) as pilot:
             while not app.engine_ready.is_set():  # the app loads its model either way
                 await pilot.pause(0.1)
+            rss_cold = rss_mb()
+            if warm:  # a session in use: a small file edited (with completions) before the big one
+                small = Path(home) / "warm_up.py"
+                with path.open(encoding="utf-8", errors="replace") as f:
+                    small.write_text(f.read(WARM_UP_CHARS), encoding="utf-8")
+                first = await app.open_file(small)
+                assert first is not None
+                await pilot.pause(0.5)
+                await type_at_spots(app, pilot, first, keys, interval_s, pause_s)
             rss_before_open = rss_mb()
+            anon_before_open = rss_mb("RssAnon")
             profiler = start_profiler() if profile else None
             t = time.perf_counter()
             editor = await app.open_file(path)
@@ -91,41 +151,13 @@ async def measure(path: Path, keys: int, interval_s: float, pause_s: float, engi
             await pilot.pause(0.5)
             open_s = time.perf_counter() - t
             rss_open = rss_mb()
+            anon_open = rss_mb("RssAnon")
             if profiler is not None:
                 profiler = stop_profiler(profiler, "opening") or start_profiler()
-
-            painted: list[float] = []
-            real_render = editor.render_line
-
-            def render_line(y: int):  # record when the editor draws a line
-                painted.append(time.perf_counter())
-                return real_render(y)
-
-            editor.render_line = render_line  # type: ignore[method-assign]
             lines = editor.document.line_count
-            spots = max(1, keys // len(WORD))
-            latencies: list[float] = []
-            driver = app._driver
-            for s in range(spots):
-                row = int((s + 0.5) * lines / spots)
-                editor.move_cursor((row, len(editor.document[row])))
-                await pilot.pause(0.1)
-                for ch in WORD:
-                    before = editor.document[row]
-                    painted.clear()
-                    key = "space" if ch == " " else ch
-                    t0 = time.perf_counter()
-                    driver.send_message(events.Key(key, ch))
-                    while True:  # the edit applied and its line drawn
-                        await asyncio.sleep(0)
-                        if editor.document[row] != before and painted:
-                            break
-                        if time.perf_counter() - t0 > 30:
-                            raise SystemExit("a keystroke took more than 30 s")
-                    latencies.append((time.perf_counter() - t0) * 1000)  # the paint has ended
-                    await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
-                await pilot.pause(pause_s)
+            latencies = await type_at_spots(app, pilot, editor, keys, interval_s, pause_s)
             rss_end = rss_mb()
+            anon_end = rss_mb("RssAnon")
             if profiler is not None:
                 stop_profiler(profiler, "typing")
     size = path.stat().st_size / 1024 / 1024
@@ -143,6 +175,10 @@ async def measure(path: Path, keys: int, interval_s: float, pause_s: float, engi
         "rss_growth_open_mb": round(rss_open - rss_before_open, 1),
         "rss_growth_typing_mb": round(rss_end - rss_open, 1),
         "rss_growth_over_file_size": round((rss_end - rss_before_open) / size, 2) if size else None,
+        "anon_growth_open_mb": round(anon_open - anon_before_open, 1),
+        "anon_growth_typing_mb": round(anon_end - anon_open, 1),
+        "warm": warm,
+        "warm_up_growth_mb": round(rss_before_open - rss_cold, 1),
     }
 
 
@@ -154,6 +190,9 @@ def main() -> int:
     p.add_argument("--interval-ms", type=float, default=60, help="time between keys (default 60)")
     p.add_argument("--pause-ms", type=float, default=600, help="pause after each spot (default 600)")
     p.add_argument("--no-completions", action="store_true", help="[completion] auto off")
+    p.add_argument("--cold", action="store_true",
+                   help="open FILE first thing (by default a small file is edited first, so that "
+                        "what any first use of the model costs is not counted as FILE's)")
     p.add_argument("--profile", action="store_true", help="pyinstrument profiles on stderr")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
@@ -164,7 +203,7 @@ def main() -> int:
         print(f"{path}: no such file (--make-mb 5 writes one)", file=sys.stderr)
         return 2
     data = asyncio.run(measure(path, args.keys, args.interval_ms / 1000, args.pause_ms / 1000,
-                               not args.no_completions, args.profile))
+                               not args.no_completions, args.profile, not args.cold))
     if args.json:
         print(json.dumps(data))
     else:
@@ -175,6 +214,10 @@ def main() -> int:
         print(f"RSS: {r['before_open']} MB before opening, {r['after_open']} MB open "
               f"(+{data['rss_growth_open_mb']}), {r['after_typing']} MB after typing "
               f"(+{data['rss_growth_typing_mb']}); growth / file size {data['rss_growth_over_file_size']}")
+        print(f"private memory (RssAnon): +{data['anon_growth_open_mb']} MB opening, "
+              f"+{data['anon_growth_typing_mb']} MB typing; "
+              + (f"after a warm-up on a small file (+{data['warm_up_growth_mb']} MB)" if data["warm"]
+                 else "cold (FILE opened first thing)"))
     return 0
 
 
