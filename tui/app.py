@@ -313,7 +313,7 @@ class SpectermApp(App[int]):
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
-        self._hold_keys()  # (a click; Enter started holding already)
+        self._hold_keys()  # (a click: from here on; Enter started holding already)
         if await self.open_file(event.path) is None:
             await self._release_held_keys()  # nothing opened (the notice says why): to the tree
 
@@ -324,7 +324,8 @@ class SpectermApp(App[int]):
     # replays them once an editor has the focus, in order and before any key typed later; if none
     # takes it within HOLD_KEYS_S they go where the focus is. The app is the one place every key
     # passes through in order: a hold kept by the tree lost any key still in the tree's queue when
-    # the editor took the rest.
+    # the editor took the rest. (After a click, holding starts when the tree's FileSelected reaches
+    # the app, a few ms later: keys typed within those still reach the tree.)
 
     async def on_event(self, event) -> None:
         if isinstance(event, events.Key) and not self.screen_stack:
