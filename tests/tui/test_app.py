@@ -409,6 +409,26 @@ async def test_the_session_memory_holds_the_opened_file_and_what_the_user_saved(
         await wait_for(pilot, lambda: memory.tokens > opened + 20)
 
 
+async def test_a_save_remembers_what_changed_not_the_whole_file_again(tmp_path, settings_for, env):
+    root = tmp_path / "w"
+    root.mkdir()
+    path = root / "many.py"
+    path.write_text("".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(300)))
+    app = make_app(settings_for(root, **{"completion.auto": False}), path, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        memory = app.engine.decoder.drafter.memory
+        await wait_for(pilot, lambda: memory.tokens > 2000)  # the opened file (900 lines)
+        await pilot.pause(0.5)
+        opened = memory.tokens
+        app.active_editor.move_cursor((450, 0))
+        app.active_editor.insert("def added(values):\n    return sorted(values)\n")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: memory.tokens > opened + 10)
+        await pilot.pause(0.5)
+        assert memory.tokens - opened < opened / 5  # the block around the edit, not the file again
+
+
 async def test_what_lives_as_long_as_the_app_is_not_walked_by_every_collection(project, settings_for, env):
     """A full garbage collection of the started app (Textual, the UI, the engine's Python side)
     took 60-100 ms and held up the keystroke that set it off; once the model is loaded those

@@ -192,6 +192,22 @@ class BlockLines(MutableSequence[str]):
         """A snapshot: later edits of either leave the other as it is."""
         return BlockLines(list(self._blocks), list(self._counts))
 
+    def changed_since(self, before: BlockLines) -> list[str]:
+        """The text of each run of blocks that `before` (a copy this one was edited from) does
+        not share: what the edits since then wrote, with the rest of the blocks they touched."""
+        shared = {id(block) for block in before._blocks}
+        runs: list[str] = []
+        run: list[str] = []
+        for block in self._blocks:
+            if id(block) not in shared:
+                run.append(block)
+            elif run:
+                runs.append("\n".join(run))
+                run = []
+        if run:
+            runs.append("\n".join(run))
+        return runs
+
     def join(self, newline: str) -> str:
         """The text, lines separated by `newline`."""
         text = "\n".join(self._blocks)

@@ -293,6 +293,10 @@ class EditorTabs(Vertical):
         release_after_reading(text)  # what reading and splitting it took, back to the system
         return editor
 
+    async def _remember_all(self, texts: list[str]) -> None:
+        for text in texts:
+            await self.completer.remember(text)
+
     def focus_editor(self, editor: CodeEditor) -> None:
         """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
         still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere)."""
@@ -401,6 +405,7 @@ class EditorTabs(Vertical):
 
     def save_now(self, open_file: OpenFile) -> bool:
         text = open_file.editor.text
+        written = open_file.editor.lines.changed_since(open_file.saved_lines)
         path = open_file.file.path
         created = not path.exists()
         try:
@@ -411,7 +416,10 @@ class EditorTabs(Vertical):
         open_file.mark_saved()
         open_file.deleted = False
         self.refresh_label(open_file)
-        self.run_worker(self.completer.remember(text), group="remember", exit_on_error=False)  # what the user wrote
+        # What the user wrote, for the session memory: the blocks changed since the last save (the
+        # rest was remembered then, or when the file was opened). A whole file each time re-read up
+        # to 256 KB on the engine's worker per ctrl+s and filled the memory with copies of it.
+        self.run_worker(self._remember_all(written), group="remember", exit_on_error=False)
         self.post_message(self.Saved(path, created))
         self.notify(f"Saved {path.name}", timeout=2, markup=False)
         return True
