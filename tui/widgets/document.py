@@ -37,6 +37,12 @@ SPLIT_BLOCKS = 16  # blocks kept split into lines: the rows on screen and about 
 READ_CHARS = 1 << 16  # text split into lines this much at a time when a document is built
 
 
+def _blocks_of(lines: list[str]) -> tuple[list[str], list[int]]:
+    """`lines` as blocks of up to BLOCK_LINES lines joined by "\n", and each block's line count."""
+    parts = [lines[i : i + BLOCK_LINES] for i in range(0, len(lines), BLOCK_LINES)]
+    return ["\n".join(part) for part in parts], [len(part) for part in parts]
+
+
 class BlockLines(MutableSequence[str]):
     """A document's lines (no line breaks in them), kept as blocks of up to BLOCK_LINES lines
     joined by "\n": one string per block instead of one per line. A block is split into its
@@ -71,10 +77,9 @@ class BlockLines(MutableSequence[str]):
         return lines
 
     def _append_blocks(self, lines: list[str]) -> None:
-        for i in range(0, len(lines), BLOCK_LINES):
-            part = lines[i : i + BLOCK_LINES]
-            self._blocks.append("\n".join(part))
-            self._counts.append(len(part))
+        blocks, counts = _blocks_of(lines)
+        self._blocks.extend(blocks)
+        self._counts.extend(counts)
         self._changed()
 
     def _changed(self) -> None:
@@ -165,10 +170,7 @@ class BlockLines(MutableSequence[str]):
         while len(lines) < BLOCK_LINES // 2 and last + 1 < len(self._blocks):
             last += 1
             lines.extend(self._lines_of(last))
-        blocks = ["\n".join(lines[i : i + BLOCK_LINES]) for i in range(0, len(lines), BLOCK_LINES)]
-        counts = [min(BLOCK_LINES, len(lines) - i) for i in range(0, len(lines), BLOCK_LINES)]
-        self._blocks[first : last + 1] = blocks
-        self._counts[first : last + 1] = counts
+        self._blocks[first : last + 1], self._counts[first : last + 1] = _blocks_of(lines)
         self._changed()
 
     def __iter__(self) -> Iterator[str]:
