@@ -50,7 +50,8 @@ _CARRY_MODEL = 1.0  # a draft model's: its acceptance is a property of the pair
 # would otherwise keep drafting off for the rest of the session.
 _REFRESH_REQUESTS = 4
 _CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
-_MATCH_BUCKETS = 4  # free drafts keep acceptance evidence per match length 1, 2, 3, 4+
+_MATCH_BUCKETS = 6  # free drafts keep acceptance evidence per match length 1, 2, 3, 4-7, 8-15, 16+
+_BUCKET_MATCHES = (1, 2, 3, 4, 8, 16)  # one match length from each bucket
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
 _HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
@@ -58,6 +59,15 @@ _PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
 PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text first
 _SETTLED = 3  # cost samples (drafts; verifies of more than one token) before "drafting cannot pay"
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
+
+
+def match_bucket(match: int) -> int:
+    """Evidence bucket of a free draft's match length: 1, 2, 3 alone, then doubling ranges. Why:
+    the drafters report how long the text agreed with the draft's source (an edit's copy runs for
+    dozens of tokens), and 4 agreeing tokens are a guess next to 20."""
+    if match <= 3:
+        return max(match, 1)
+    return min(3 + (match // 4).bit_length(), _MATCH_BUCKETS)
 
 
 @dataclass
@@ -285,9 +295,20 @@ class DraftController:
         return (self._reach + 1.0) / (self._reach + self._stops + 1.0)
 
     def acceptance_for(self, match: int) -> float:
-        """Per-token acceptance of free drafts that followed a `match`-token n-gram."""
-        b = min(max(match, 1), _MATCH_BUCKETS)
-        return (self._match_succ[b] + 1.0) / (self._match_succ[b] + self._match_fail[b] + 2.0)
+        """Per-token acceptance of free drafts whose text agreed with their source for `match`
+        tokens (the n-gram they followed, extended back). A length with little evidence of its
+        own starts from the next shorter one's figure (at least 1/2): text that agrees with its
+        source for longer is no worse a guess, and a copy followed for 20 tokens would otherwise
+        start as doubtful as a fresh 1-token match."""
+        return self._bucket_acceptance()[match_bucket(match)]
+
+    def _bucket_acceptance(self) -> list[float]:
+        """acceptance_for of every bucket (index 0 unused)."""
+        out = [0.5]
+        for b in range(1, _MATCH_BUCKETS + 1):
+            s, f = self._match_succ[b], self._match_fail[b]
+            out.append((s + 2.0 * max(out[-1], 0.5)) / (s + f + 2.0))
+        return out
 
     # -- measurements ----------------------------------------------------------------------------
     def observe_prompt(self, tokens: int, seconds: float) -> None:
@@ -352,15 +373,13 @@ class DraftController:
             if total > _EVIDENCE_MAX:  # bounded memory: a change of text shows within a few passes
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
-        if drafted:
-            if match > 0:
-                b = min(match, _MATCH_BUCKETS)
-                n = free or drafted  # the free guess's own tokens
-                succ = self._match_succ[b] * _DECAY + min(accepted, n)
-                fail = self._match_fail[b] * _DECAY + (1 if accepted < n else 0)
-                total = succ + fail
-                scale = min(1.0, _EVIDENCE_MAX / total) if total else 1.0
-                self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
+        if drafted and match > 0:
+            b = match_bucket(match)
+            n = free or drafted  # the free guess's own tokens
+            succ = self._match_succ[b] * _DECAY + min(accepted, n)
+            fail = self._match_fail[b] * _DECAY + (1 if accepted < n else 0)
+            scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
+            self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
 
     # -- the model -------------------------------------------------------------------------------
     def expected_tokens(self, g: int, a: float | None = None) -> float:
@@ -523,7 +542,7 @@ class DraftController:
             # Drafting is nearly free: draft at full length and let `fit_draft` judge each
             # proposal by its match length, as long as some match length could pay at its
             # acceptance; otherwise not even the drafter runs (a probe now and then, below).
-            a_best = max(self.acceptance_for(b) for b in range(1, _MATCH_BUCKETS + 1))
+            a_best = max(self.acceptance_for(m) for m in _BUCKET_MATCHES)
             base = self.rate(0, fit)
             if any((self.rate(g, fit, a=a_best) or 0.0) >= base * _MARGIN for g in range(1, dmax + 1)):
                 return dmax
@@ -561,7 +580,7 @@ class DraftController:
 
     def _free_could_pay(self, fit: tuple[float, float], up_to: int) -> bool:
         """Some match length's acceptance makes a free draft of some length pay."""
-        a_best = max(self.acceptance_for(b) for b in range(1, _MATCH_BUCKETS + 1))
+        a_best = max(self.acceptance_for(m) for m in _BUCKET_MATCHES)
         base = self.rate(0, fit)
         return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
                    for g in range(1, up_to + 1))

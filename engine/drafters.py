@@ -59,8 +59,9 @@ class Draft:
     decodes: int = 0
     # Which drafter proposed each token (a hybrid mixes them); None: the drafter's own kind.
     sources: list[str] | None = None
-    # A free drafter's n-gram match length behind the proposal (0: a draft model's guess). The
-    # controller keeps acceptance per match length and cuts the draft to what pays.
+    # How many tokens the text agreed with a free draft's source (its n-gram match, extended back;
+    # 0: a draft model's guess). The controller keeps acceptance per such length and cuts the
+    # draft to what pays.
     match: int = 0
     # Positions copied from the target's KV cache instead of read (a derived draft); catchup_s
     # includes the copy, catchup_tokens counts only what was decoded.
@@ -349,6 +350,9 @@ class ModelDrafter:
         self.model.close()
 
 
+_AGREEMENT_MAX = 32  # how far back a lookup draft's agreement with its source is counted
+
+
 class LookupDrafter:
     """Prompt-lookup drafting with an incrementally maintained n-gram index."""
 
@@ -392,11 +396,13 @@ class LookupDrafter:
                 self._index[n][tuple(history[j - n : j])] = j
         self._seen = list(history)
 
-    def _match_at(self, history: list[int], j: int) -> int:
-        """How many of the last tokens (at most ngram_max) equal those before position j: the
-        n-gram length a draft from j followed, as the controller weighs evidence by it."""
+    @staticmethod
+    def _match_at(history: list[int], j: int) -> int:
+        """How many of the last tokens (at most _AGREEMENT_MAX) equal those before position j:
+        how long the text has agreed with the draft's source, as the controller weighs evidence
+        by it (a copy that has held for 20 tokens is a far surer guess than a fresh 4-gram)."""
         n = 0
-        while n < self.ngram_max and n < j and history[-1 - n] == history[j - 1 - n]:
+        while n < _AGREEMENT_MAX and n < j and history[-1 - n] == history[j - 1 - n]:
             n += 1
         return n
 
@@ -432,12 +438,12 @@ class LookupDrafter:
         for n in range(min(self.ngram_max, len(history)), self.ngram_min - 1, -1):
             j = self._index[n].get(tuple(history[-n:]))
             if j is not None:
-                out.match = n
                 break
         follow = self._follow(history)
-        if follow is not None and follow != j:
-            j, out.match = follow, self._match_at(history, follow)
+        if follow is not None:
+            j = follow
         if j is not None:
+            out.match = self._match_at(history, j)
             out.tokens = history[j : j + n_max]
             self._copy = (j, len(history))
         else:

@@ -272,6 +272,29 @@ def test_free_drafts_are_cut_to_what_pays_at_their_match_length():
     assert sum(1 for k in sent_guesses if k) <= len(sent_guesses) * 0.1, sent_guesses  # probes only
 
 
+def test_a_copy_followed_for_long_drafts_longer_than_a_fresh_match():
+    """An edit that copies its input: a draft whose source has agreed with the text for 20
+    tokens holds to its end, one after a fresh 4-token match holds for 3 tokens on average (a
+    miss one time in three). One figure for every match of 4 or more would cut the long copies to
+    the fresh matches' length; per agreement length, the copies get full drafts."""
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(600)
+    for i in range(300):
+        match = 20 if i % 2 else 4
+        k = c.fit_draft(c.next_length(), match)
+        m = k if match == 20 else min(k, 3)
+        c.observe(k, m, 0.0, _f32_verify(k + 1), match=match)
+    assert c.fit_draft(16, 20) == 16
+    assert 0 < c.fit_draft(16, 4) < 8
+    assert c.acceptance_for(40) == c.acceptance_for(16)  # one bucket from 16 tokens on
+    # a length not drafted yet starts from the figure of the next shorter one
+    fresh = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    for _ in range(10):
+        fresh.observe(8, 8, 0.0, _f32_verify(9), match=5)
+    assert fresh.acceptance_for(9) == pytest.approx(fresh.acceptance_for(5))
+    assert fresh.acceptance_for(20) > 0.8 and fresh.acceptance_for(3) == 0.5
+
+
 def _self_draft_request(c: DraftController, tokens: int, view: str,
                         rng: random.Random) -> tuple[str, int]:
     """One request with a Q4_0 copy of the target as draft, memory-bound: t_d = 0.37 t1, 90 % of

@@ -136,7 +136,8 @@ def test_lookup_drafter_keeps_following_the_copy_it_drafted_from():
     assert d.draft(prompt + [0, 1], 8, s, rng).tokens == [2, 3, 4, 5, 6, 7, 8, 99]
     # the target took 4 of them and wrote the 5th itself, as the run has it
     followed = d.draft(prompt + [0, 1, 2, 3, 4, 5, 6], 3, s, rng)
-    assert followed.tokens == [7, 8, 99] and followed.match == 4
+    # credited with the whole agreement behind it (0 1 2 3 4 5 6), not the index's 4-gram cap
+    assert followed.tokens == [7, 8, 99] and followed.match == 7
     # a fresh drafter with the same history only has the index: the latest occurrence's text
     assert LookupDrafter(1, 4).draft(prompt + [0, 1, 2, 3, 4, 5, 6], 3, s, rng).tokens == [7, 9, 98]
     # the output left the run (an edit): the index anchors again
