@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Sequence
+
+import numpy as np
 
 from .drafters import Draft, common_prefix
 from .session_index import NgramIndex, best_continuation
@@ -66,9 +69,9 @@ class SessionDrafter:
         return (self._accepted + 1.0) / (self._drafted + 2.0)
 
     # -- the session's memory ---------------------------------------------------------------------
-    def remember(self, tokens: list[int]) -> None:
+    def remember(self, tokens: Sequence[int] | np.ndarray) -> None:
         """Index a text the session saw (a file, an answer, a completion) as its own document."""
-        if tokens:
+        if len(tokens):
             self.memory.add_document(tokens)
 
     def clear_memory(self) -> None:

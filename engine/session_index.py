@@ -10,9 +10,11 @@ created per token:
   a bucket keeps the latest occurrences of its n-grams (a position overwrites the slot
   `position % ways`, so frequent n-grams keep several recent occurrences and a flood of new text
   evicts old entries). Hashed positions touch every page of a table, so the table starts small
-  and grows (rebuilt from the ring, 4x at a time) while its entries pass a quarter of its slots,
-  up to its share of the cap: a session that has read one file holds a few hundred KB, not the
-  whole cap (a 32 MB cap made 8 MB of table resident after 20k tokens).
+  and grows (rebuilt from the ring, 2x at a time) while its entries pass half of its slots, up
+  to its share of the cap: a session that has read one file holds a few hundred KB, not the
+  whole cap (a 32 MB cap made 8 MB of table resident after 20k tokens). At that load 92 % of
+  lookups in held-out code find what an unbounded table finds (96 % at a quarter, for twice the
+  memory: 4 MB for 128 KB of code; `bench/RESULTS.md`, session 14).
 
 A hit is verified against the ring, so hash collisions and overwritten text are never proposed.
 Documents (a file, an earlier answer) are separated by a marker that no match or continuation
@@ -33,9 +35,10 @@ _M64 = (1 << 64) - 1
 _POS_MAX = 2**31 - 1  # positions are int32
 _MATCH_MAX = 32  # a match is extended backwards up to this many tokens
 _SMALL = 16  # appends up to this many tokens are indexed in plain Python (numpy's per-call cost)
+_CHUNK = 4096  # positions indexed per numpy pass (bounds the temporaries)
 _FIRST_BITS = 12  # the table starts with 2**12 buckets (64 KB at 4 ways)
-_LOAD = 0.25  # entries written per slot above which the table grows
-_GROWTH_BITS = 2  # 4x the buckets at a time
+_LOAD = 0.5  # entries written per slot above which the table grows
+_GROWTH_BITS = 1  # 2x the buckets at a time
 DEFAULT_NGRAMS = (1, 2, 3, 4, 6, 8)
 
 
@@ -112,7 +115,16 @@ class NgramIndex:
             self.clear()
         start = self.end
         self._write(arr)
-        if arr.size <= _SMALL:
+        keep = max(self.ngrams) + _MATCH_MAX
+        if (self._written + arr.size * len(self.ngrams) > _LOAD * self._table.size
+                and self._bits < self._max_bits):
+            # Grow first: the rebuild from the ring indexes `arr` too (a whole file at once used
+            # to be indexed into the small table, most of it overwritten, and the table then grew
+            # one step per later append, each a rebuild).
+            self._grow()
+            self._tail = np.concatenate([self._tail, arr])[-keep:]
+            self._tail_list = self._tail.tolist()
+        elif arr.size <= _SMALL:
             self._extend_small(arr.tolist(), start)
         else:
             ctx = np.concatenate([self._tail, arr])
@@ -120,16 +132,20 @@ class NgramIndex:
             # known continuation: p in [start, start + arr.size); the new end is indexed by the
             # next append (its first position), so it never takes an older slot.
             self._index(ctx, start - self._tail.size, start)
-            keep = max(self.ngrams) + _MATCH_MAX
             self._tail = ctx[-keep:].copy()
             self._tail_list = self._tail.tolist()
-        if self._written > _LOAD * self._table.size and self._bits < self._max_bits:
-            self._grow()
 
     def _index(self, ctx: np.ndarray, ctx_start: int, p_from: int) -> None:
         """Index every continuation position p >= p_from of `ctx` (ctx[i] is at position
         ctx_start + i) under each n-gram of the n tokens before it; n-grams and continuations
-        that hold a document separator are skipped."""
+        that hold a document separator are skipped. In pieces of _CHUNK positions: numpy's
+        temporaries for a whole 70k-token file at once were ~6 MB, which the C allocator kept."""
+        back = max(self.ngrams)
+        for lo in range(max(p_from - ctx_start, 0), ctx.size, _CHUNK):
+            a = max(lo - back, 0)
+            self._index_piece(ctx[a: lo + _CHUNK], ctx_start + a, ctx_start + lo)
+
+    def _index_piece(self, ctx: np.ndarray, ctx_start: int, p_from: int) -> None:
         hashes = ctx.astype(np.uint64)
         seps = np.concatenate([[0], np.cumsum(ctx == _SEP)])  # separators in ctx[:i]: seps[i]
         for n in self.ngrams:
@@ -149,12 +165,17 @@ class NgramIndex:
             self._written += int(idx.size)
 
     def _grow(self) -> None:
-        """A table 4x larger (at most the cap's share), rebuilt from the text the ring holds."""
-        self._bits = min(self._bits + _GROWTH_BITS, self._max_bits)
+        """A table large enough for every n-gram the ring holds at the load factor (2x steps, at
+        most the cap's share), rebuilt from that text."""
+        need = self.tokens * len(self.ngrams) / _LOAD
+        bits = self._bits + _GROWTH_BITS
+        while bits < self._max_bits and (1 << bits) * self.ways < need:
+            bits += _GROWTH_BITS
+        self._bits = min(bits, self._max_bits)
         self._table = np.zeros((1 << self._bits, self.ways), dtype=np.int32)
         self._written = 0
         lo = max(self.end - self.capacity + 1, 0)
-        self._index(np.asarray(self._at(lo, self.end), dtype=np.int32), lo, lo)
+        self._index(self._span(lo, self.end), lo, lo)
 
     def _extend_small(self, new: list[int], start: int) -> None:
         """`extend` for a few tokens (what one decoding pass emits), without numpy calls."""
@@ -198,7 +219,7 @@ class NgramIndex:
         if self.end <= 1:
             return np.empty(0, dtype=np.int32)
         lo = max(self.end - self.capacity, 0)
-        return np.asarray(self._at(lo, self.end), dtype=np.int32)
+        return self._span(lo, self.end).copy()
 
     def add_text(self, tokens: np.ndarray) -> None:
         """Index a `held_text()` of this or another index (its documents stay apart)."""
@@ -215,13 +236,18 @@ class NgramIndex:
 
     def _at(self, lo: int, hi: int) -> list[int]:
         """Tokens at positions [lo, hi) (all held)."""
+        return self._span(lo, hi).tolist()
+
+    def _span(self, lo: int, hi: int) -> np.ndarray:
+        """Tokens at positions [lo, hi) (all held) as an array: a view of the ring unless the
+        span wraps (a rebuild reads all of it: as a list, 1.2 MB of ints per 34k tokens)."""
         c = self.capacity
         a, b = lo % c, hi % c
         if hi - lo <= 0:
-            return []
+            return np.empty(0, dtype=np.int32)
         if a < b:
-            return self._ring[a:b].tolist()
-        return self._ring[a:].tolist() + self._ring[:b].tolist()
+            return self._ring[a:b]
+        return np.concatenate([self._ring[a:], self._ring[:b]])
 
     def lookup(self, tail, n_max: int, *, min_n: int = 1, limit: int | None = None) -> list[Candidate]:
         """Earlier occurrences of the longest indexed n-gram that ends `tail`, each with its

@@ -17,12 +17,15 @@ Cancellation is checked before every target pass, so it takes effect within one 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import queue
 import threading
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import AsyncIterator, Callable, Iterator
+
+import numpy as np
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..hybrid_drafter import HybridDrafter, session_drafter
@@ -52,13 +55,23 @@ ProgressFn = Callable[[str, float], None]
 PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for one piece at most (~0.15 s on one thread)
 # The most text of one file or answer the session drafter indexes (its start): tokenizing a 5 MB
 # file takes the worker ~2 s on a 2-core CPU (a completion queued behind it waits that long) and
-# would fill much of the index with one file.
-REMEMBER_MAX_CHARS = 256 * 1024
+# would fill much of the index with one file; 128 KB of code is ~34k tokens and a 2 MB table.
+REMEMBER_MAX_CHARS = 128 * 1024
 # A remembered text is tokenized this many characters at a time (cut after a line break): llama.cpp's
 # tokenizer on 256 KB at once took 13 MB that the C allocator kept (1.4 MB in 16 KB pieces). A
 # token that would have spanned a cut is two in the session memory, which only proposes drafts.
 REMEMBER_PIECE_CHARS = 16 * 1024
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
+
+
+def trim_c_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing).
+    Why: indexing a file frees a few MB of tokenizer and numpy temporaries on the worker thread,
+    which glibc otherwise keeps in that thread's arena for good."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
 
 
 def line_pieces(text: str, size: int) -> Iterator[str]:
@@ -272,11 +285,15 @@ class LocalEngine:
         if drafter is None:
             return
         if isinstance(text, str):
-            tokens = [t for piece in line_pieces(text, REMEMBER_PIECE_CHARS)
-                      for t in self.target.tokenize(piece, add_special=False)]
+            # Token ids as int32 arrays piece by piece: a list of 34k Python ints was 1.4 MB.
+            tokens = np.concatenate(
+                [np.asarray(self.target.tokenize(piece, add_special=False), dtype=np.int32)
+                 for piece in line_pieces(text, REMEMBER_PIECE_CHARS)] or [np.empty(0, np.int32)])
         else:
             tokens = text
         drafter.remember(tokens)
+        if len(tokens) > REMEMBER_PIECE_CHARS:
+            trim_c_heap()
 
     async def forget_session(self) -> None:
         """Empty the session drafter's memory, on the worker (after what is queued before it)."""

@@ -125,6 +125,24 @@ def test_the_table_grows_with_the_text_and_keeps_what_it_held():
     assert idx.table_bytes == empty < small and not idx.lookup(docs[0][100:140], 6)
 
 
+def test_a_whole_file_in_one_call_gets_a_table_sized_for_it():
+    """A file is indexed in one call (the app remembers it when opened): the table grows for it
+    before indexing, so what it holds is found, instead of most of it being overwritten in the
+    first small table and the table growing one step per later append."""
+    idx = NgramIndex(32 << 20, ngrams=(2, 3, 4))
+    rng = np.random.default_rng(2)
+    doc = rng.integers(0, 5000, 40_000).tolist()
+    idx.add_document(doc)
+    assert 40_000 * 3 * 4 <= idx.table_bytes <= 40_000 * 3 * 4 * 4  # load between 1/4 and 1/2
+    starts = range(50, 39_000, 400)
+    found = sum(bool(idx.lookup(doc[s - 4:s], 4)) and idx.lookup(doc[s - 4:s], 4)[0].continuation
+                == doc[s:s + 4] for s in starts)
+    assert found >= 0.8 * len(starts), found
+    size = idx.table_bytes
+    idx.extend(rng.integers(0, 5000, 8).tolist())  # a short append does not rebuild it again
+    assert idx.table_bytes == size
+
+
 def test_bad_memory_caps_are_refused():
     with pytest.raises(ValueError, match="positive memory cap"):
         SessionDrafter(memory_mb=0)

@@ -418,7 +418,8 @@ class EditorTabs(Vertical):
         self.refresh_label(open_file)
         # What the user wrote, for the session memory: the blocks changed since the last save (the
         # rest was remembered then, or when the file was opened). A whole file each time re-read up
-        # to 256 KB on the engine's worker per ctrl+s and filled the memory with copies of it.
+        # to REMEMBER_MAX_CHARS on the engine's worker per ctrl+s and filled the memory with
+        # copies of it.
         self.run_worker(self._remember_all(written), group="remember", exit_on_error=False)
         self.post_message(self.Saved(path, created))
         self.notify(f"Saved {path.name}", timeout=2, markup=False)
