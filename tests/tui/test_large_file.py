@@ -151,3 +151,47 @@ def test_block_lines_cost_about_the_text():
             tracemalloc.stop()
 
     assert held(EditorDocument) < 1.1 * len(text) < 0.5 * held(Document)
+
+
+async def test_typing_re_renders_the_edited_row_and_keeps_the_others_right(tmp_path, settings_for, env):
+    """A keystroke within one row drops only that row's rendered strips (re-rendering every
+    visible row was most of a keystroke's time in a large file); an edit that adds or removes a
+    row drops them all. What is drawn equals the document on every visible row either way."""
+    path = tmp_path / "rows.py"
+    path.write_text("".join(f"value_{i} = {i} * 2  # row {i}\n" for i in range(400)))
+    app = SpectermApp(settings_for(tmp_path, **{"completion.auto": False}), path, environ=env, watch=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        editor = app.active_editor
+        gutter = editor.gutter_width
+
+        def drawn_matches_document() -> bool:
+            top = editor.scroll_offset.y
+            for y in range(editor.content_size.height):
+                row = top + y
+                want = editor.document[row] if row < editor.document.line_count else ""
+                got = editor.render_line(y).text[gutter:].rstrip()
+                if got != want.rstrip()[: len(got)] or (want.strip() and not got):
+                    return False
+            return True
+
+        editor.move_cursor((12, 0))
+        await pilot.pause()
+        assert drawn_matches_document()
+        await pilot.press(*"abc")
+        assert len(editor._line_cache) > 1  # the other rows' strips were kept
+        assert editor.document[12].startswith("abc") and drawn_matches_document()
+        await pilot.press("left")  # the cursor where it was after "ab": that drawing is stale
+        await pilot.pause()
+        assert drawn_matches_document()
+        await pilot.press("down")
+        await pilot.pause()
+        assert drawn_matches_document()
+        await pilot.press("up", "end", "enter", *"x = 1")  # a new row: everything below moved down
+        assert editor.document[13] == "x = 1"
+        assert drawn_matches_document()
+        await pilot.press("home", "backspace")  # rows joined again
+        await pilot.pause()
+        assert drawn_matches_document()
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert drawn_matches_document()

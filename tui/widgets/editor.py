@@ -223,7 +223,6 @@ class CodeEditor(TextArea):
         """Re-highlight after a change. Small files: lex everything now. Large files: re-lex only
         the edited lines now (shifting the rest) and the whole file once typing pauses, so a
         keystroke never waits for pygments to lex thousands of lines."""
-        self._line_cache.clear()
         edit = getattr(self, "_current_edit", None)
         if (
             edit is not None
@@ -232,12 +231,34 @@ class CodeEditor(TextArea):
             and edit._edit_result is not None
             and self.document.line_count > INCREMENTAL_HIGHLIGHT_LINES
         ):
+            row = edit.top[0]
+            if edit.bottom[0] == row == edit._edit_result.end_location[0] and not self.soft_wrap:
+                self._forget_rendered_row(row)  # the other rows' text and colours are unchanged
+            else:
+                self._line_cache.clear()
             self._highlight_edited_lines(edit)
             if self._full_highlight is not None:
                 self._full_highlight.stop()
             self._full_highlight = self.set_timer(FULL_HIGHLIGHT_DELAY_S, self._highlight_all)
             return
+        self._line_cache.clear()
         self._highlight_all()
+
+    def _forget_rendered_row(self, row: int) -> None:
+        """Drop the rendered strips of one document row. Why: a keystroke used to drop every
+        visible row's (Textual clears its line cache on each edit), and re-rendering ~40 rows was
+        most of a keystroke's time in a large file. Textual keys the cache by (size, scroll x,
+        the row's absolute y, ...); a key of another shape drops everything."""
+        cache = self._line_cache
+        stale = []
+        for key in cache.keys():
+            if not (isinstance(key, tuple) and len(key) > 2 and isinstance(key[2], int)):
+                cache.clear()
+                return
+            if key[2] == row:
+                stale.append(key)
+        for key in stale:
+            cache.discard(key)
 
     def _highlight_all(self) -> None:
         """Lex the whole file, or in a large one the rows around the viewport (lexing a
