@@ -77,6 +77,7 @@ PREFIX_ROWS, SUFFIX_ROWS = 400, 120  # the rows around the cursor a completion r
 PREFIX_STEP = 100
 INCREMENTAL_HIGHLIGHT_LINES = 100  # above this, keystrokes re-lex only the edited lines at once (6-20 ms a 4 KB file)
 FULL_HIGHLIGHT_DELAY_S = 0.3
+LINE_CACHE_ROWS = 128  # rendered rows kept (Textual's default is 1,024)
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in
 # batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
 STREAM_REDRAW_S = 1 / 30
@@ -183,6 +184,9 @@ class CodeEditor(TextArea):
             highlight_cursor_line=True,
             compact=True,
         )
+        # Rendered rows now outlive edits elsewhere (`_forget_rendered_row`): Textual's 1,024 kept
+        # strips were 1.6 MB per editor; a few screens' worth is what scrolling back reuses.
+        self._line_cache.maxsize = LINE_CACHE_ROWS
         self._set_document(text, None)
         self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
         self.apply_theme(theme)
