@@ -61,6 +61,7 @@ REMEMBER_MAX_CHARS = 128 * 1024
 # tokenizer on 256 KB at once took 13 MB that the C allocator kept (1.4 MB in 16 KB pieces). A
 # token that would have spanned a cut is two in the session memory, which only proposes drafts.
 REMEMBER_PIECE_CHARS = 16 * 1024
+TRIM_AFTER_TOKENS = 4096  # a remembered text this long hands the freed heap back (`trim_c_heap`)
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
@@ -292,7 +293,7 @@ class LocalEngine:
         else:
             tokens = text
         drafter.remember(tokens)
-        if len(tokens) > REMEMBER_PIECE_CHARS:
+        if isinstance(text, str) and len(tokens) > TRIM_AFTER_TOKENS:
             trim_c_heap()
 
     async def forget_session(self) -> None:
