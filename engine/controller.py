@@ -51,7 +51,6 @@ _CARRY_MODEL = 1.0  # a draft model's: its acceptance is a property of the pair
 _REFRESH_REQUESTS = 4
 _CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
 _MATCH_BUCKETS = 6  # free drafts keep acceptance evidence per match length 1, 2, 3, 4-7, 8-15, 16+
-_BUCKET_MATCHES = (1, 2, 3, 4, 8, 16)  # one match length from each bucket
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
 _HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
@@ -542,9 +541,7 @@ class DraftController:
             # Drafting is nearly free: draft at full length and let `fit_draft` judge each
             # proposal by its match length, as long as some match length could pay at its
             # acceptance; otherwise not even the drafter runs (a probe now and then, below).
-            a_best = max(self.acceptance_for(m) for m in _BUCKET_MATCHES)
-            base = self.rate(0, fit)
-            if any((self.rate(g, fit, a=a_best) or 0.0) >= base * _MARGIN for g in range(1, dmax + 1)):
+            if self._free_could_pay(fit, dmax):
                 return dmax
             self.off = True
         if known and not self.draft_is_free and (self._fresh or not self.off):
@@ -580,7 +577,7 @@ class DraftController:
 
     def _free_could_pay(self, fit: tuple[float, float], up_to: int) -> bool:
         """Some match length's acceptance makes a free draft of some length pay."""
-        a_best = max(self.acceptance_for(m) for m in _BUCKET_MATCHES)
+        a_best = max(self._bucket_acceptance()[1:])
         base = self.rate(0, fit)
         return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
                    for g in range(1, up_to + 1))
