@@ -475,7 +475,8 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
         f"requests                        {d['requests']} asked, {d['prefetches']} prefetched; {d['wasted_tokens']} tokens never shown",
         f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} against {d['headless_tokens_per_s']:.1f} with the UI idle "
-        f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests)",
+        f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests; drafted "
+        f"{d['in_app_drafted']} against {d['headless_drafted']} tokens)",
         f"suggestions that vanished       {d['vanished']} (without an edit; must be 0)",
     ]
     if not d["text_matches"]:
