@@ -195,3 +195,29 @@ async def test_typing_re_renders_the_edited_row_and_keeps_the_others_right(tmp_p
         await pilot.press("ctrl+z")
         await pilot.pause()
         assert drawn_matches_document()
+
+
+async def test_rows_added_and_removed_move_the_scrollbar_and_keep_the_cursor_in_view(tmp_path, settings_for, env):
+    """The scrollable size is set without a layout pass of the whole screen: the scrollbar still
+    appears when the document outgrows the view, the view still follows the cursor down, and the
+    scrollbar goes again when the rows are taken back."""
+    path = tmp_path / "short.py"
+    path.write_text("x = 1\n")
+    app = SpectermApp(settings_for(tmp_path, **{"completion.auto": False}), path, environ=env, watch=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        editor = app.active_editor
+        await pilot.pause()
+        assert not editor.show_vertical_scrollbar
+        height = editor.content_size.height
+        await pilot.press("ctrl+end", *["enter"] * (height + 10), *"y = 2")
+        await pilot.pause()
+        row = editor.cursor_location[0]
+        assert row == height + 11 and editor.document[row] == "y = 2"
+        assert editor.virtual_size.height == editor.document.line_count
+        assert editor.show_vertical_scrollbar and editor.vertical_scrollbar.display
+        assert editor.scroll_offset.y <= row < editor.scroll_offset.y + editor.content_size.height
+        assert editor.render_line(row - editor.scroll_offset.y).text[editor.gutter_width:].rstrip() == "y = 2"
+        await pilot.press("home", *["backspace"] * (height + 10))
+        await pilot.pause()
+        assert editor.document.line_count == 2 and editor.document[1] == "y = 2"
+        assert not editor.show_vertical_scrollbar and editor.scroll_offset.y == 0

@@ -766,10 +766,19 @@ class CodeEditor(TextArea):
         if len(lines) > 1:
             width = max(width, max(line.cell_len for line in lines) + self.gutter_width + 1)
             height += len(lines) - 1
+        size = Size(width, height)
+        if size == self.virtual_size:
+            self._refresh_scrollbars()
+            return
         if width != self.virtual_size.width:
             self._line_cache.clear()  # rendered lines are as wide as the virtual size
-        self.virtual_size = Size(width, height)
-        self._refresh_scrollbars()
+        # Set without the reactive's layout pass, as Textual's own `_size_updated` does: only the
+        # scrollbars follow (one appearing or going asks for the layout itself). A layout
+        # repaints the whole screen, ~30 ms here, at every Enter and every line a streaming
+        # suggestion grows by, while the engine thread waits for the GIL and a core.
+        self.set_reactive(TextArea.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def get_target_document_location(self, event: events.MouseEvent) -> tuple[int, int]:
         extra = max(0, len(self._ghost_lines) - 1)
