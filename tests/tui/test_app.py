@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 
@@ -440,3 +441,37 @@ async def test_what_lives_as_long_as_the_app_is_not_walked_by_every_collection(p
         await wait_for(pilot, app.engine_ready.is_set)
         assert gc.get_freeze_count() > 10_000
     assert gc.get_freeze_count() == 0
+
+
+async def test_the_whole_file_highlight_after_a_pause_waits_while_a_suggestion_generates(tmp_path, settings_for, env):
+    """The pass that mends what the edited lines' own re-lex cannot see (here a string opened
+    above the rest of the file) lexes the file and redraws every row: it waits until the
+    suggestion asked for at the pause is written, then runs."""
+    from specterm.tui.widgets.editor import FULL_HIGHLIGHT_DELAY_S
+    from specterm.tui.widgets.highlight import highlight_map, lexer_for
+
+    path = tmp_path / "big.py"
+    path.write_text("".join(f"def f{i}(x):\n    return x + {i}  # c\n\n" for i in range(300)))
+    overrides = {"completion.max_tokens": 96, "completion.max_lines": 40}
+    app = make_app(settings_for(tmp_path, **overrides), path, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.completer.ready)
+        editor = app.active_editor
+        editor.move_cursor((450, 0))
+        await pilot.pause()
+        editor.insert('x = """\n')  # typed at once (a key press waits for the screen to settle)
+        paused = asyncio.get_running_loop().time()
+        editor.action_complete()  # what the pause's debounce asks
+        expected = highlight_map(lexer_for("big.py"), editor.text)
+        assert editor._highlights[800] != expected[800]  # below: still drawn as code
+        assert app.completer.generating or editor.completion_pending
+        await wait_for(pilot, lambda: app.completer.generating, timeout=10, step=0.01)
+        late = 0
+        while app.completer.generating:
+            await pilot.pause(0.02)
+            waited = asyncio.get_running_loop().time() - paused
+            if app.completer.generating and FULL_HIGHLIGHT_DELAY_S + 0.05 < waited < 1.5:
+                late += 1
+                assert editor._highlights[800] != expected[800], "the pass ran while the engine wrote"
+        assert late, "the suggestion was written before the pass was due: nothing was tested"
+        await wait_for(pilot, lambda: editor._highlights[800] == expected[800], timeout=3)

@@ -100,6 +100,11 @@ class Completer:
     def ready(self) -> bool:
         return self.engine is not None
 
+    @property
+    def generating(self) -> bool:
+        """A suggestion (asked for or prefetched) is being written now."""
+        return self._active is not None
+
     async def remember(self, text: str) -> None:
         """Give a text the session saw (a file just opened) to the engine's session memory; before
         the engine has started there is nothing to feed."""

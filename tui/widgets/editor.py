@@ -77,6 +77,11 @@ PREFIX_ROWS, SUFFIX_ROWS = 400, 120  # the rows around the cursor a completion r
 PREFIX_STEP = 100
 INCREMENTAL_HIGHLIGHT_LINES = 100  # above this, keystrokes re-lex only the edited lines at once (6-20 ms a 4 KB file)
 FULL_HIGHLIGHT_DELAY_S = 0.3
+# The pass after a pause waits while a suggestion generates, at most this long from the pause: it
+# lexes the file and redraws every row (~20 ms for 13 KB here), which on 2 cores took the UI's
+# core from the engine exactly when the user waits for it.
+FULL_HIGHLIGHT_WAIT_S = 2.0
+FULL_HIGHLIGHT_RETRY_S = 0.1
 LINE_CACHE_ROWS = 128  # rendered rows kept (Textual's default is 1,024)
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in
 # batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
@@ -166,6 +171,7 @@ class CodeEditor(TextArea):
         self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
         self._keystroke_at = time.monotonic()  # the latest edit or cursor move
         self._full_highlight: Timer | None = None
+        self._full_highlight_by = 0.0  # monotonic(): the pass after a pause waits no longer
         self._highlight_window: tuple[int, int] | None = None  # rows lexed in a large file
         self._current_edit: Edit | None = None
         self._spectheme = theme
@@ -243,7 +249,8 @@ class CodeEditor(TextArea):
             self._highlight_edited_lines(edit)
             if self._full_highlight is not None:
                 self._full_highlight.stop()
-            self._full_highlight = self.set_timer(FULL_HIGHLIGHT_DELAY_S, self._highlight_all)
+            self._full_highlight_by = time.monotonic() + FULL_HIGHLIGHT_WAIT_S
+            self._full_highlight = self.set_timer(FULL_HIGHLIGHT_DELAY_S, self._highlight_after_pause)
             return
         self._line_cache.clear()
         self._highlight_all()
@@ -263,6 +270,15 @@ class CodeEditor(TextArea):
                 stale.append(key)
         for key in stale:
             cache.discard(key)
+
+    def _highlight_after_pause(self) -> None:
+        """The whole-file pass after typing paused (it mends what the edited lines' own re-lex
+        cannot see, such as a string opened above them), once no suggestion is generating."""
+        completer = self.completer
+        if completer is not None and completer.generating and time.monotonic() < self._full_highlight_by:
+            self._full_highlight = self.set_timer(FULL_HIGHLIGHT_RETRY_S, self._highlight_after_pause)
+            return
+        self._highlight_all()
 
     def _highlight_all(self) -> None:
         """Lex the whole file, or in a large one the rows around the viewport (lexing a
