@@ -35,7 +35,7 @@ from textual import events
 from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.message import Message
 
-from specterm.engine import Finished
+from specterm.engine import Finished, StatsUpdate
 
 from .app import SpectermApp
 from .config import Settings
@@ -421,12 +421,13 @@ class Replay:
         for r in records[:last + 1]:
             if r.stats is None or not r.stats.tokens:
                 continue
-            # the same request and token count, the UI idle
-            request = replace(r.request, max_tokens=r.stats.tokens, time_budget_s=None,
-                              predict_budget_s=None, started_at=None)
-            finished = [e async for e in engine.stream(request) if isinstance(e, Finished)][-1]
+            # the same request (its max_tokens too: the controller's probing and draft lengths
+            # depend on it), stopped once it has written what it wrote in the app, the UI idle
+            request = replace(r.request, time_budget_s=None, predict_budget_s=None, started_at=None)
+            finished = await _run_for(engine, request, r.stats.tokens)
             reruns += 1
-            if (id(r) not in chosen or finished.reason not in ("eos", "length", "stop")
+            if (id(r) not in chosen or finished is None
+                    or finished.reason not in ("eos", "length", "stop", "cancelled")
                     or not finished.stats.tokens):
                 continue
             compared += 1
@@ -482,6 +483,19 @@ class Replay:
             "vanished": t.vanished,
             "vanished_examples": t.vanished_examples,
         }
+
+
+async def _run_for(engine, request, tokens: int) -> Finished | None:
+    """Stream `request` until it has written `tokens` tokens (then cancel it: it ends a pass or
+    so later) or ends by itself; its Finished event."""
+    finished, asked = None, False
+    async for event in engine.stream(request):
+        if isinstance(event, StatsUpdate) and event.stats.tokens >= tokens and not asked:
+            asked = True
+            await engine.cancel()
+        elif isinstance(event, Finished):
+            finished = event
+    return finished
 
 
 def run_replay(settings: Settings, path: Path, text: str, opts: ReplayOptions,
