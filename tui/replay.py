@@ -13,8 +13,8 @@ next one the same way, and takes the accepted text out again (an accept probe; t
 unchanged).
 The start of a region is a cursor jump, not a pause in typing: the first suggestion there has a new
 place to read and is reported on its own (`after_jump_ms`). After the typing, the same requests run
-again with the UI idle, in the app's order with the session memory started afresh (the first
-HEADLESS_REQUESTS shown ones are compared), to compare in-app tokens/s with the engine's own.
+again with the UI idle, in the app's order with the session memory started afresh (every shown
+one of MIN_TOKENS or more is compared), to compare in-app tokens/s with the engine's own.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ DEFAULT_CPS = 8.0
 BUDGET_S = 300.0  # a 25 KB file's default replay finishes within this
 REGION_LINES = 4
 TYPING_SHARE = 0.5  # of the budget: typing; the rest is pauses and waiting for suggestions
-HEADLESS_REQUESTS = 40  # requests re-run headless for the tokens/s comparison
 MIN_TOKENS = 4  # shorter requests say little about a rate
 KEY_WAIT_S = 1.0  # the longest a key's effect is waited for
 ACCEPT_PROBES = 10  # pauses at which Tab takes a suggestion the file does not want (then undone)
@@ -402,7 +401,7 @@ class Replay:
         records = list(app.completer.log.records)
         wasted = sum(r.stats.tokens for r in records if not r.shown and r.stats is not None)
         timed = [r for r in records if r.shown and r.stats is not None
-                 and r.stats.tokens >= MIN_TOKENS][:HEADLESS_REQUESTS]
+                 and r.stats.tokens >= MIN_TOKENS]
         in_tokens, in_time, head_tokens, head_time, compared = 0, 0.0, 0, 0.0, 0
         in_drafted = head_drafted = reruns = 0
         engine = app.engine
