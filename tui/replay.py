@@ -35,7 +35,7 @@ from textual import events
 from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.message import Message
 
-from specterm.engine import Finished, StatsUpdate
+from specterm.engine import CompletionRequest, Engine, Finished, StatsUpdate
 
 from .app import SpectermApp
 from .config import Settings
@@ -484,7 +484,7 @@ class Replay:
         }
 
 
-async def _run_for(engine, request, tokens: int) -> Finished | None:
+async def _run_for(engine: Engine, request: CompletionRequest, tokens: int) -> Finished | None:
     """Stream `request` until it has written `tokens` tokens (then cancel it: it ends a pass or
     so later) or ends by itself; its Finished event."""
     finished, asked = None, False

@@ -790,7 +790,7 @@ class CodeEditor(TextArea):
             self._line_cache.clear()  # rendered lines are as wide as the virtual size
         # Set without the reactive's layout pass, as Textual's own `_size_updated` does: only the
         # scrollbars follow (one appearing or going asks for the layout itself). A layout
-        # repaints the whole screen, ~30 ms here, at every Enter and every line a streaming
+        # repaints the whole screen, ~20 ms here, at every Enter and every line a streaming
         # suggestion grows by, while the engine thread waits for the GIL and a core.
         self.set_reactive(TextArea.virtual_size, size)
         self._scroll_update(size)
