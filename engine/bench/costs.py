@@ -24,7 +24,7 @@ class Costs:
     # that read costs: a two-token decode minus a one-token one (0: no draft model).
     t_read: float = 0.0
     samples: int = 0
-    position: int | None = None  # context tokens before the timed decodes (None: pooled)
+    position: int | None = None  # context tokens before the timed decodes (median of the rounds)
 
     def verify(self, k: int) -> float:
         if k in self.t_v:
@@ -50,75 +50,113 @@ class Costs:
 
 
 class CostMeter:
-    """Collects timing samples of t1, t_d and t_v(k) on the loaded models; medians on demand.
+    """Collects timing samples of t1, t_d and t_v(k) on the loaded models; costs on demand.
 
-    Samples are taken at a realistic position (after `context` tokens) and the KV entries they add
-    are removed again. The callers' KV caches must be declared invalid afterwards.
+    The theory needs ratios (t_v(k) / t1, t_d / t1), and a shared machine changes speed from one
+    second to the next: on this 2-core host the F32 proxy flips between t1 = 17 ms with
+    t_v(5) = 2.0 t1 and t1 = 20 ms with t_v(5) = 1.6 t1 every few seconds. So every round times
+    every size once, in turn (the order reversed every other round), a cost is its median ratio
+    to the same round's t1 times the median t1, and the bench takes its rounds between the runs
+    it predicts (`sample_in_place`), so they see the machine those runs saw. Three rounds taken
+    at one moment for all the tasks of a context length once read t1 = 26 ms against 16-19 ms in
+    the plain runs, and predicted those tasks 10-90 % too fast.
     """
 
-    def __init__(self, target, draft=None, *, sizes: Sequence[int], context: list[int]) -> None:
+    DRAFT_REPEATS = 4  # draft decodes are short: time several a round
+
+    def __init__(self, target, draft=None, *, sizes: Sequence[int],
+                 context: list[int] | None = None) -> None:
         self.target = target
         self.draft = draft
         self.sizes = sorted({1, *[k for k in sizes if k >= 1]})
-        self.context = context[: max(8, min(len(context), target.n_ctx - max(self.sizes) - 8))]
-        self._tv: dict[int, list[float]] = {k: [] for k in self.sizes}
-        self._td: list[float] = []
-        self._td2: list[float] = []
+        ctx = context or []
+        self.context = ctx[: max(8, min(len(ctx), target.n_ctx - max(self.sizes) - 8))]
+        self._rounds: list[dict] = []  # one a round: {k: seconds}, "td"/"td2": [seconds], "pos"
 
     def sample(self, rounds: int = 1) -> None:
-        """Time `rounds` decodes of every size. Each size is decoded once untimed first: llama.cpp
-        rebuilds its compute graph when the batch shape changes, and a steady loop (plain decoding
-        above all) reuses it, so a cold shape would overstate every cost."""
-        t = self.target
-        ctx = self.context
-        n = len(ctx)
+        """Time `rounds` rounds after `context` (both caches cleared before and after). Each size
+        is decoded once untimed first: llama.cpp builds a compute graph for a new batch shape."""
+        t, d = self.target, self.draft
         t.clear()
-        t.decode_prompt(ctx, 0)
-        filler = ctx[-1]
-        for k in self.sizes:
-            batch = (ctx * (k // max(n, 1) + 1))[:k] if k > 1 else [filler]
-            for i in range(rounds + 1):
-                t0 = time.perf_counter()
-                t.decode(batch, n, logits_from=0)
-                t.logits_rows(k).argmax(axis=1)
-                if i:
-                    self._tv[k].append(time.perf_counter() - t0)
-                t.trim(n)
-        t.clear()
-        d = self.draft
+        t.decode_prompt(self.context, 0)
         if d is not None:
-            dctx = ctx[: max(8, min(n, d.n_ctx - 8))]
             d.clear()
-            d.decode_prompt(dctx, 0)
-            m = len(dctx)
-            for batch, out in (([filler], self._td), ([filler, filler], self._td2)):
-                for i in range(rounds * 4 + 1):
-                    t0 = time.perf_counter()
-                    d.decode(batch, m)
-                    d.logits().argmax()
-                    if i:
-                        out.append(time.perf_counter() - t0)
-                    d.trim(m)
+            d.decode_prompt(self.context[: max(8, min(len(self.context), d.n_ctx - 8))], 0)
+        self._time(rounds, warm=True)
+        t.clear()
+        if d is not None:
             d.clear()
 
+    def sample_in_place(self, rounds: int = 1) -> None:
+        """Time `rounds` rounds after whatever the models' caches hold now, and leave the caches
+        as they were (each timed decode is removed again). For a bench between its runs: the
+        position is the task's own, and no prompt is read again."""
+        self._time(rounds, warm=False)
+
+    def _time(self, rounds: int, *, warm: bool) -> None:
+        t, d = self.target, self.draft
+        n = t.cache_length()
+        m = d.cache_length() if d is not None else 0
+        if n + max(self.sizes) >= t.n_ctx or (d is not None and m + 2 >= d.n_ctx):
+            return  # no room after this text: the other rounds will do
+        filler = self.context[-1] if self.context else t.bos
+        base = self.context or [filler]
+        batches = {k: (base * (k // len(base) + 1))[:k] if k > 1 else [filler] for k in self.sizes}
+
+        def target_pass(k: int) -> float:
+            t0 = time.perf_counter()
+            t.decode(batches[k], n, logits_from=0)
+            t.logits_rows(k).argmax(axis=1)
+            dt = time.perf_counter() - t0
+            t.trim(n)
+            return dt
+
+        def draft_pass(batch: list[int]) -> float:
+            t0 = time.perf_counter()
+            d.decode(batch, m)
+            d.logits().argmax()
+            dt = time.perf_counter() - t0
+            d.trim(m)
+            return dt
+
+        if warm:
+            for k in self.sizes:
+                target_pass(k)
+            if d is not None:
+                draft_pass([filler])
+                draft_pass([filler, filler])
+        for _ in range(rounds):
+            order = self.sizes if len(self._rounds) % 2 == 0 else self.sizes[::-1]
+            row: dict = {k: target_pass(k) for k in order}
+            row["pos"] = n
+            if d is not None:
+                row["td"] = [draft_pass([filler]) for _ in range(self.DRAFT_REPEATS)]
+                row["td2"] = [draft_pass([filler, filler]) for _ in range(self.DRAFT_REPEATS)]
+            self._rounds.append(row)
+
+    @property
+    def rounds(self) -> int:
+        return len(self._rounds)
+
     def costs(self) -> Costs:
-        c = pooled_costs([self])
-        c.position = len(self.context)
-        return c
+        return pooled_costs([self])
 
 
 def pooled_costs(meters: Sequence[CostMeter]) -> Costs:
-    """Medians over every sample of the given meters (the report's headline costs)."""
-    tv_samples: dict[int, list[float]] = {}
-    td_samples: list[float] = []
-    td2_samples: list[float] = []
-    for m in meters:
-        for k, v in m._tv.items():
-            tv_samples.setdefault(k, []).extend(v)
-        td_samples.extend(m._td)
-        td2_samples.extend(m._td2)
-    tv = {k: statistics.median(v) for k, v in sorted(tv_samples.items()) if v}
-    td = statistics.median(td_samples) if td_samples else 0.0
-    read = max(statistics.median(td2_samples) - td, 0.0) if td2_samples else 0.0
-    return Costs(t1=tv[1], t_d=td, t_v=tv, t_read=read, samples=len(tv_samples.get(1, [])))
-
+    """Costs over every round of the given meters (the report's headline costs): t1 is the median
+    one-token decode, and every other cost is t1 times its median ratio to its own round's t1."""
+    rounds = [r for m in meters for r in m._rounds]
+    if not rounds:
+        raise ValueError("no cost samples: call CostMeter.sample first")
+    t1 = statistics.median(r[1] for r in rounds)
+    sizes = sorted({k for r in rounds for k in r if isinstance(k, int)})  # "pos" is a str key
+    tv = {k: t1 * statistics.median(r[k] / r[1] for r in rounds if k in r) for k in sizes}
+    tv[1] = t1
+    td = read = 0.0
+    drafted = [r for r in rounds if "td" in r]
+    if drafted:
+        td = t1 * statistics.median(statistics.median(r["td"]) / r[1] for r in drafted)
+        td2 = t1 * statistics.median(statistics.median(r["td2"]) / r[1] for r in drafted)
+        read = max(td2 - td, 0.0)
+    return Costs(t1=t1, t_d=td, t_v=tv, t_read=read, samples=len(rounds),
+                 position=round(statistics.median(r["pos"] for r in rounds)))

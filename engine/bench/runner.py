@@ -14,11 +14,11 @@ What `specterm bench` measures, and why it is built this way:
   t1 (a one-token target decode), t_d (one draft-model token: a one-token draft decode plus its
   argmax), t_read (one more token in the draft model's read of what the last pass emitted: a
   two-token draft decode minus a one-token one) and t_v(k) (a target decode of k tokens with
-  logits for all of them, as verification asks, timed at a few k and interpolated). They are measured at a task's own position in the
-  context (its prompt plus half its output), once per 256-token bucket of positions: attention
-  over a longer context makes every pass dearer, so one set of costs for all tasks would
-  mispredict the long ones, but costs do not depend on the text, so tasks of similar length share
-  one measurement. The prediction for a run mixes t_v over the draft lengths the run actually
+  logits for all of them, as verification asks, timed at a few k and interpolated). One round
+  of them is timed after every measured run, at the task's own position (attention over a longer
+  context makes every pass dearer) and on the machine as those runs found it (a shared machine
+  changes speed from one second to the next): a round costs a few passes and reads no prompt.
+  The prediction for a run mixes t_v over the draft lengths the run actually
   used; loop efficiency = measured speedup / predicted speedup isolates specterm's own per-pass
   overhead (Python, sampling, prompt lookup, bookkeeping), which the prediction assumes to be zero.
 - Where greedy outputs differ, one more plain run reads the target's top-2 logit gap at every
@@ -219,9 +219,6 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
 TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adaptive result, done, total)
-# Costs are sampled once per this many tokens of context position (see Bench._costs_at).
-COST_BUCKET_TOKENS = 256
-COST_ROUNDS = 3
 COST_SIZES = (1, 2, 3, 5, 9, 17, 33)  # verify batch sizes timed (plus draft_max + 1 and sweep lengths + 1)
 WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its
@@ -330,7 +327,7 @@ class Bench:
         self._done = 0
         self._total = 0
         self._sizes: Sequence[int] = range(1, 2)
-        self._meters: dict[int, CostMeter] = {}  # by context-length bucket (see _costs_at)
+        self._meters: list[CostMeter] = []  # one a task
         self.prompts: dict[str, tuple[list[int], int]] = {}  # task name -> (prompt ids, plain tokens)
         self._context_ids: dict[str, list[list[int]]] = {}  # task name -> its context, tokenized
 
@@ -377,10 +374,6 @@ class Bench:
         self._done += 1
         self.on_progress(msg, self._done, self._total)
 
-    def _invalidate_caches(self) -> None:
-        """After cost sampling the models' KV caches no longer hold what the loop thinks."""
-        self.engine.decoder.forget()
-
     def _rewind_drafter(self, n_prompt: int) -> None:
         """Make a draft model hold exactly the prompt when a measured run starts, as llama.cpp's
         speculative example feeds it the prompt before its timer starts. Without this a run would
@@ -389,26 +382,19 @@ class Bench:
         text generated while drafting was off."""
         self.engine.decoder.drafter.rewind(n_prompt)
 
-    def _costs_at(self, n_prompt: int, n_output: int) -> CostMeter | None:
-        """The cost meter for a task's position (its prompt plus half of a plain run's output, the
-        middle of the span its runs decode in), sampled once per context-length bucket: costs are
-        a property of the pair, the machine and the context length, not of the text, so tasks of
-        similar length share one measurement instead of each paying for its own. Called right
-        after the task's runs, while the target's cache still holds its text."""
+    def _meter(self) -> CostMeter | None:
+        """A cost meter for one task, timed between its runs (see CostMeter)."""
         if not self.measure_costs:
             return None
-        eng = self.engine
-        n = n_prompt + n_output // 2
-        bucket = n // COST_BUCKET_TOKENS
-        meter = self._meters.get(bucket)
-        if meter is None:
-            context = eng.decoder.cached[:n]
-            draft_model = getattr(eng.decoder.drafter, "model", None)
-            meter = CostMeter(eng.target, draft_model, sizes=self._sizes, context=context)
-            meter.sample(COST_ROUNDS)
-            self._invalidate_caches()
-            self._meters[bucket] = meter
-        return meter
+        draft_model = getattr(self.engine.decoder.drafter, "model", None)
+        return CostMeter(self.engine.target, draft_model, sizes=self._sizes)
+
+    def _measured(self, task: BenchTask, fixed_draft: int | None, meter: CostMeter | None) -> Run:
+        """A measured run, then one round of costs where it left the caches."""
+        run = self._run(task, fixed_draft)
+        if meter is not None:
+            meter.sample_in_place(1)
+        return run
 
     def run(self, tasks: Sequence[BenchTask], sweep: Sequence[int] = ()) -> BenchReport:
         eng = self.engine
@@ -421,7 +407,7 @@ class Bench:
         # than the runs themselves on a slow machine.
         top = max([eng.settings.speculative.draft_max, *sweep, 1]) + 1
         self._sizes = sorted({k for k in COST_SIZES if k <= top} | {top} | {g + 1 for g in sweep})
-        self._meters = {}
+        self._meters = []
         results: list[tuple[BenchTask, Comparison]] = []
         per_g: dict[int, list[tuple[BenchTask, Comparison]]] = {g: [] for g in sweep}
         load_before = machine_info()["load_average"]
@@ -438,6 +424,7 @@ class Bench:
             self._run(short, 1)
             self._step(f"{task.name}: warm-up")
             comps = {m: Comparison(task.name, greedy=greedy) for m in modes}
+            meter = self._meter()
             plain_tokens: list[int] = []
             for r in range(self.repeat):
                 for m in modes:
@@ -445,13 +432,13 @@ class Bench:
                     # A B, then B A on the next repeat (and the next task): whatever favours the
                     # first (or the second) run of a pair cancels out over the run.
                     if (r + i) % 2 == 0:
-                        plain = self._run(task, 0)
+                        plain = self._measured(task, 0, meter)
                         self._rewind_drafter(n_prompt)
-                        spec = self._run(task, m)
+                        spec = self._measured(task, m, meter)
                     else:
                         self._rewind_drafter(n_prompt)
-                        spec = self._run(task, m)
-                        plain = self._run(task, 0)
+                        spec = self._measured(task, m, meter)
+                        plain = self._measured(task, 0, meter)
                     self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
                     self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
                     comps[m].add(plain, spec)
@@ -459,9 +446,8 @@ class Bench:
             # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
             # the number of tokens plain decoding emitted.
             self.prompts[task.name] = (prompt_ids, len(plain_tokens))
-            # Costs after the runs, at the task's position (known now: prompt + half the output).
-            meter = self._costs_at(n_prompt, len(plain_tokens))
-            if meter is not None:
+            if meter is not None and meter.rounds:
+                self._meters.append(meter)
                 own = meter.costs()
                 for c in comps.values():
                     c.costs = own
@@ -475,7 +461,7 @@ class Bench:
             for g in sweep:
                 per_g[g].append((task, comps[g]))
             self.on_task(task, comps[None], i + 1, len(tasks))
-        meters = list(self._meters.values())
+        meters = self._meters
         sweep_out = []
         for g in sweep:
             total = Comparison(f"draft {g}", greedy=greedy)
