@@ -55,3 +55,23 @@ def test_chunks_are_taken_around_a_row_and_the_requests_own_rows_are_left_out():
     picked = ring.pick(lines[290:300], 5, path="/p/a.py", rows=(200, 420))
     assert [c.text for c in picked] == [ring.chunks[1].text]  # the chunk at 268 is in the request
     assert len(ring.pick(lines[290:300], 5, path="/p/other.py")) == 2
+
+
+def test_picks_held_from_the_last_request_keep_their_places_and_new_ones_follow():
+    ring = ContextRing()
+    for name in ("alpha", "beta", "gamma", "delta"):
+        assert ring.add(f"/p/{name}.py", 0, code(name))
+    first = ring.pick(code("gamma")[:4] + code("beta")[:4], 2)
+    assert [c.path for c in first] == ["/p/beta.py", "/p/gamma.py"]
+    # The cursor's lines now favour alpha over beta: beta goes, gamma keeps its place at the
+    # front (the engine reuses what it read of it), alpha follows though it is older in the ring.
+    moved = code("gamma")[:4] + code("alpha")[:4]
+    again = ring.pick(moved, 2, held=first)
+    assert [c.path for c in again] == ["/p/gamma.py", "/p/alpha.py"]
+    assert [c.path for c in ring.pick(moved, 2)] == ["/p/alpha.py", "/p/gamma.py"]  # without: ring order
+    # The same picks as before come back in the order they were held.
+    assert ring.pick(moved, 2, held=again) == again
+    # A held chunk the ring no longer has is not picked again.
+    assert ring.add("/p/gamma.py", 0, code("gamma")[:-1] + ["    return 0"])  # replaces the old gamma
+    third = ring.pick(moved, 2, held=again)
+    assert [c.path for c in third] == ["/p/alpha.py", "/p/gamma.py"] and "return 0" in third[1].text

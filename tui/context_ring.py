@@ -74,15 +74,23 @@ class ContextRing:
         return True
 
     def pick(self, around: Sequence[str], count: int, *, path: str | None = None,
-             rows: tuple[int, int] = (0, -1)) -> tuple[ContextFile, ...]:
-        """Up to `count` chunks most similar to the lines `around` the cursor, in ring order;
-        chunks of `path` within `rows` (what the request holds already) are left out."""
+             rows: tuple[int, int] = (0, -1), held: Sequence[ContextFile] = ()) -> tuple[ContextFile, ...]:
+        """Up to `count` chunks most similar to the lines `around` the cursor; chunks of `path`
+        within `rows` (what the request holds already) are left out.
+
+        The order is the prompt's, and the engine re-reads everything after the first chunk that
+        differs from its last prompt (a chunk is ~400 tokens, 1-2 s for the demo model on 2
+        cores). So the chunks of `held` (the last picks) that are still picked keep their places,
+        and the others follow in ring order (oldest first: a new chunk goes last)."""
         key = line_set(around)
         first, last = rows
 
         def inside(c: Chunk) -> bool:
             return c.path == path and c.start >= 0 and c.start < last and c.start + self.chunk_lines > first
 
-        scored = [(similarity(c.lines, key), i, i) for i, c in enumerate(self.chunks) if not inside(c)]
-        best = sorted(scored, reverse=True)[:count]
-        return tuple(ContextFile(self.chunks[i].path, self.chunks[i].text) for _, _, i in sorted(best, key=lambda s: s[2]))
+        scored = [(similarity(c.lines, key), i) for i, c in enumerate(self.chunks) if not inside(c)]
+        chosen = [self.chunks[i] for i in sorted(i for _, i in sorted(scored, reverse=True)[:count])]
+        by_text = {(c.path, c.text): c for c in chosen}
+        kept = [by_text.pop((f.path, f.text)) for f in held if (f.path, f.text) in by_text]
+        rest = [c for c in chosen if (c.path, c.text) in by_text]
+        return tuple(ContextFile(c.path, c.text) for c in kept + rest)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.widgets.text_area import Selection
 
 from specterm.tui.app import SpectermApp
+from specterm.tui.widgets.editor_tabs import PREWARM_DELAY_S
 
 from .conftest import wait_for
 
@@ -54,3 +55,19 @@ async def test_leaving_editing_and_copying_feed_the_ring_and_requests_carry_it(p
         request = app.completer.build_request(prefix, suffix, str(main))
         assert request.context_files and any("helper_38" in f.text for f in request.context_files)
         assert all(f.path != str(main) for f in request.context_files)  # its own text is in the prompt
+
+        # The picks come first in the prompt: while the user works on they stay as they were
+        # (a changed pick makes the engine read everything after it again); once the user
+        # pauses after the ring changed, the next request picks again.
+        held = request.context_files
+        editor.selection = Selection((12, 0), (17, 0))
+        await pilot.press("ctrl+c")
+        copied = next(c for c in tabs.ring.chunks if c.start == -1 and "helper_38" in c.text)
+        editor.move_cursor((17, 0))
+        prefix, suffix = editor.prefix_suffix()
+        assert app.completer.build_request(prefix, suffix, str(main)).context_files == held
+        await pilot.pause(PREWARM_DELAY_S + 0.3)
+        again = app.completer.build_request(prefix, suffix, str(main)).context_files
+        assert copied.text in [f.text for f in again]
+        survivors = [f for f in held if f in again]
+        assert list(again[: len(survivors)]) == survivors  # the held ones keep their places, first

@@ -112,6 +112,9 @@ class EditorTabs(Vertical):
         self._ring_rows: dict[str, int] = {}  # pane id -> the row its last chunk was taken around
         self._left: OpenFile | None = None  # the tab active before the current one
         self._prewarm: Timer | None = None
+        # path -> (epoch, the context ring's chunks its requests carry); see context_files
+        self._picks: dict[str, tuple[int, tuple[ContextFile, ...]]] = {}
+        self._pick_epoch = 0
         self._typing_prewarm: Timer | None = None
         self._move_prewarm: Timer | None = None
 
@@ -173,14 +176,29 @@ class EditorTabs(Vertical):
 
     def context_files(self, path: str | None, count: int, around: int) -> tuple[ContextFile, ...]:
         """Up to `count` chunks of the context ring, picked by similarity to the `around` lines
-        about the cursor of `path`'s editor (its own chunks the request holds anyway left out)."""
+        about the cursor of `path`'s editor (its own chunks the request holds anyway left out).
+
+        The picks come first in the prompt, and a changed pick makes the engine read everything
+        after it again (hundreds of tokens: seconds on a CPU). So a file keeps its picks while
+        the user types and moves; they are picked again only when the ring changed and the user
+        then paused (the idle prewarm, which reads the new prompt in the background), as
+        llama.vim updates its ring only when idle. Picked per request, a pause in a 25 KB file
+        once read 550 tokens (2.1 s) because a chunk left the request's own rows."""
+        key = path or ""
+        held = self._picks.get(key)
+        if held is not None and held[0] == self._pick_epoch:
+            return held[1]
         open_file = self.find_open(Path(path)) if path else None
         if open_file is None:
-            return self.ring.pick([], count)
-        editor = open_file.editor
-        row = editor.cursor_location[0]
-        lines = editor.document.lines[max(0, row - around // 2): row + around // 2]
-        return self.ring.pick(lines, count, path=str(open_file.file.path), rows=(row - 400, row + 120))
+            picks = self.ring.pick([], count, held=held[1] if held else ())
+        else:
+            editor = open_file.editor
+            row = editor.cursor_location[0]
+            lines = editor.document.lines[max(0, row - around // 2): row + around // 2]
+            picks = self.ring.pick(lines, count, path=str(open_file.file.path), rows=(row - 400, row + 120),
+                                   held=held[1] if held else ())
+        self._picks[key] = (self._pick_epoch, picks)
+        return picks
 
     def _ring_add(self, open_file: OpenFile | None, row: int | None = None) -> None:
         """Take a chunk of `open_file` around `row` (its cursor) into the ring; prewarm later."""
@@ -213,6 +231,8 @@ class EditorTabs(Vertical):
         window reaches, so the first suggestion anywhere in it reuses what was read (a cold
         prompt of 1,800 tokens is 2.5 s for the demo model on 2 cores, far more under load)."""
         self._prewarm = None
+        if not (typing or moved):
+            self._pick_epoch += 1  # the user paused after the ring changed: pick its chunks again
         editor = self.active_editor
         open_file = self.active_file
         if editor is None or open_file is None or not self.completer.options.auto:
