@@ -327,6 +327,13 @@ def live_completion(text: str, req: CompletionRequest) -> str:
     first = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))
     if len(lines) - 1 > first:
         text = "\n".join(lines[:-1])
+    elif 0 < first < len(lines):
+        # The partial line is the first with content, below the cursor's line: while it may still
+        # become the line after the cursor's again, the finished text could cut it as a repeat
+        # (`drop_suffix_repeat` keeps only the cursor's line for sure), so it waits.
+        ahead = following_lines(req.suffix, 1)
+        if ahead and ahead[0].strip().startswith(lines[first].strip()):
+            text = "\n".join(lines[:first])
     return finish_completion(text, req)
 
 

@@ -69,6 +69,12 @@ LIVE_CASES = [
     ("if a:\n    b = 1\n", "    c = 2\n    d = 3\n", "    e = 0\n    c = 2\n    d = 3\n", 8),  # repeats what follows
     ("print(", ")\n", "total)", 8),  # the closing bracket already there
     ("def f():\n", "", "\n\n", 8),  # only line breaks: never a "\n" ghost
+    # after a blank lead-in, the lines after the cursor's again (seen in a replay of calendar.py:
+    # "\n    if month == 1" shown, then cut whole once the line was complete)
+    ("def prev(year, month):", "  # before\n    if month == 1:\n        return year - 1, 12\n",
+     "\n    if month == 1:\n        return year - 1, 12\n", 8),
+    ("def prev(year, month):", "  # before\n    if month == 1:\n        return year - 1, 12\n",
+     "\n    if month == 12:\n        return year + 1, 1\n", 8),  # the same start, then its own
 ]
 
 
