@@ -408,7 +408,7 @@ class Replay:
         assert engine is not None
         # The re-runs start from what the app had at the start (the opened file) and run every
         # request the app ran up to the last one compared, in the app's order and each for as many
-        # tokens as it wrote there (prefetches and cut-short ones too): the session drafter then
+        # tokens as it wrote there (prefetches, alternatives and cut-short ones too): the session drafter then
         # remembers what it remembered in the app, and the draft controller learns from the same
         # sequence, so each compared request drafts as it drafted in the app. (Re-running only
         # the compared ones left the controller a different history: on this CPU it drafted
@@ -469,8 +469,9 @@ class Replay:
             "suggestions_accepted": t.accepted,
             "word_accepts": t.word_accepts,
             "line_accepts": t.line_accepts,
-            "requests": sum(not r.prefetch for r in records),
+            "requests": sum(not r.prefetch and not r.request.first_token_rank for r in records),
             "prefetches": sum(r.prefetch for r in records),
+            "alternatives": sum(bool(r.request.first_token_rank) for r in records),
             "wasted_tokens": wasted,
             "in_app_tokens_per_s": round(in_tps, 1),
             "headless_tokens_per_s": round(head_tps, 1),

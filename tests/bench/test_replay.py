@@ -31,7 +31,8 @@ def test_replay_of_a_small_file_reports_every_key_with_numbers(bench, tmp_path: 
         assert _number(data[key]) and data[key] >= 0, key
     assert 0 <= data["accepted_chars_share"] <= 1
     # the headless re-run runs the app's requests in order up to the last compared one
-    assert 1 <= data["compared_requests"] <= data["headless_reruns"] <= data["requests"] + data["prefetches"]
+    assert 1 <= data["compared_requests"] <= data["headless_reruns"] <= (
+        data["requests"] + data["prefetches"] + data["alternatives"])  # every kind the app ran
     assert _number(data["in_app_drafted"]) and _number(data["headless_drafted"])
     assert data["text_matches"] is True  # typed and accepted text is exactly the file
     assert data["typed_chars"] + data["accepted_chars"] >= len(SMALL) - 8  # (auto-indent aside)

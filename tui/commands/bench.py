@@ -473,7 +473,8 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
         f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
         f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
-        f"requests                        {d['requests']} asked, {d['prefetches']} prefetched; {d['wasted_tokens']} tokens never shown",
+        f"requests                        {d['requests']} asked, {d['prefetches']} prefetched, "
+        f"{d['alternatives']} alternatives; {d['wasted_tokens']} tokens never shown",
         f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} against {d['headless_tokens_per_s']:.1f} with the UI idle "
         f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests; drafted "
         f"{d['in_app_drafted']} against {d['headless_drafted']} tokens)",

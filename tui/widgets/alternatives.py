@@ -10,6 +10,7 @@ cached and not reported to the status bar (its figures stay those of the suggest
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -66,7 +67,11 @@ async def fetch(completer: Completer, request: CompletionRequest, alts: Alternat
         alts.fetching = request_id
         alts.tried.append(rank)
         final: Finished | None = None
-        async for event in completer.stream(request_id, replace(request, first_token_rank=rank)):
+        alt = replace(request, first_token_rank=rank)
+        # In the log like every request the engine ran (the replay runs them all again headless),
+        # never taken for the main suggestion at its cursor (SuggestionLog.answered).
+        record = completer.record(request_id, alt, time.monotonic())
+        async for event in completer.stream(request_id, alt, record):
             if not wanted():
                 break
             if isinstance(event, Finished):

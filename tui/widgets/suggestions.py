@@ -95,11 +95,12 @@ class SuggestionLog:
 
     def answered(self, key: CacheKey, recent: int = 64) -> CompletionRecord | None:
         """The newest finished request among the last `recent` that was asked at `key` (what a
-        cached suggestion came from: often a prefetch)."""
+        cached suggestion came from: often a prefetch; never an alternative)."""
         for i, record in enumerate(reversed(self.records)):
             if i >= recent:
                 break
-            if record.finished_at is not None and cache_key(record.request.prefix, record.request.suffix) == key:
+            if (record.finished_at is not None and not record.request.first_token_rank
+                    and cache_key(record.request.prefix, record.request.suffix) == key):
                 return record
         return None
 
