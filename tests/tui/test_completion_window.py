@@ -37,3 +37,36 @@ def test_a_kept_window_stays_put_across_step_boundaries_and_row_window_moves():
     # grown past STICKY x the window, or its start edited away: a fresh stable start
     assert sticky_window_start(TEXT[:50_000], 6000, head) == stable_window_start(TEXT[:50_000], 6000)
     assert sticky_window_start(TEXT[:40_000], 6000, "not in the text") == stable_window_start(TEXT[:40_000], 6000)
+
+
+def _read(tokens: int, decoded: int, seconds: float):
+    from specterm.engine import Stats
+
+    return Stats(prompt_tokens=tokens, prompt_tokens_decoded=decoded, prompt_time_s=seconds)
+
+
+def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
+    from specterm.tui.widgets.completion import (MIN_WINDOW_CHARS, PREFIX_CHARS, READ_BUDGET_S,
+                                                 CompletionOptions, Completer, PrefixWindow)
+
+    w = PrefixWindow()
+    assert w.chars == PREFIX_CHARS  # nothing measured yet: the full window
+    w.observe(6000, _read(1800, 40, 0.2))
+    assert w.chars == PREFIX_CHARS and w.rate is None  # 40 tokens say little about a rate
+    # The demo model on 2 cores: 1,200 of 1,800 tokens (3.3 characters each) in 4 s.
+    w.observe(6000, _read(1800, 1200, 4.0))
+    assert w.rate == 1200 / 4.0 * 6000 / 1800
+    assert w.chars == round(w.rate * READ_BUDGET_S / 500) * 500 == 2000
+    w.observe(2000, _read(600, 500, 1.4))  # a little faster: within the hysteresis, no change
+    assert w.chars == 2000
+    w.observe(2000, _read(600, 600, 0.05))  # a GPU: the whole window, no more
+    assert w.chars == PREFIX_CHARS
+    slow = PrefixWindow()
+    slow.observe(6000, _read(1800, 1800, 60.0))  # a big model on a CPU: never below the floor
+    assert slow.chars == MIN_WINDOW_CHARS
+
+    completer = Completer(CompletionOptions())
+    completer.window.observe(6000, _read(1800, 1800, 6.0))  # what the engine reported
+    text = TEXT[:40_000]
+    request = completer.build_request(text, "", "/p/a.py")
+    assert len(request.prefix) <= completer.window.chars < PREFIX_CHARS and text.endswith(request.prefix)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
-from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished, TextDelta
+from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished, Stats, TextDelta
 from specterm.engine.completion import worth_caching
 
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
@@ -76,6 +76,42 @@ def sticky_window_start(prefix: str, max_chars: int, head: str = "") -> int:
     return stable_window_start(prefix, max_chars)
 
 
+# The prefix window fits what the engine reads in about this long. A window the engine has not
+# read (after a jump, or when its start had to move) is read whole before the first suggestion;
+# with 6,000 characters (1,200-2,400 tokens) that was 4-8 s for the demo model on 2 cores, and the
+# first pauses after a jump in a 25 KB file waited 0.9-2.3 s for the rest. A GPU reads the full
+# window within the budget, so there it stays PREFIX_CHARS.
+READ_BUDGET_S = 2.0
+MIN_WINDOW_CHARS = 1500
+WINDOW_STEP_CHARS = 500
+MIN_READ_TOKENS = 64  # a shorter read says little about the engine's rate
+WINDOW_HYSTERESIS = 0.25  # a new size must differ by this share (each change is a full re-read)
+
+
+@dataclass
+class PrefixWindow:
+    """How many characters of prefix a request carries: what the engine reads in READ_BUDGET_S,
+    from the prompt reads it reported (characters a second, averaged), in steps, between
+    MIN_WINDOW_CHARS and PREFIX_CHARS; PREFIX_CHARS until a read was long enough to tell."""
+
+    chars: int = PREFIX_CHARS
+    rate: float | None = None  # prompt characters read per second
+
+    def observe(self, prefix_chars: int, stats: Stats) -> None:
+        """A finished request's prompt read (`stats`: its engine Stats). Characters a token are
+        the prefix's over the whole prompt's tokens: exact for a prompt that is the prefix alone,
+        fewer than true where the suffix and extra context share the prompt (a smaller window)."""
+        tokens, decoded, seconds = stats.prompt_tokens, stats.prompt_tokens_decoded, stats.prompt_time_s
+        if decoded < MIN_READ_TOKENS or seconds <= 0 or tokens <= 0 or prefix_chars <= 0:
+            return
+        rate = decoded / seconds * prefix_chars / tokens
+        self.rate = rate if self.rate is None else 0.7 * self.rate + 0.3 * rate
+        want = round(self.rate * READ_BUDGET_S / WINDOW_STEP_CHARS) * WINDOW_STEP_CHARS
+        want = max(MIN_WINDOW_CHARS, min(PREFIX_CHARS, want))
+        if abs(want - self.chars) > WINDOW_HYSTERESIS * self.chars:
+            self.chars = want
+
+
 class Completer:
     def __init__(
         self,
@@ -95,6 +131,7 @@ class Completer:
         self._active: int | None = None
         self._next_id = 0
         self._heads: dict[str | None, str] = {}  # path -> the start of its last prefix window
+        self.window = PrefixWindow()
 
     @property
     def ready(self) -> bool:
@@ -119,7 +156,7 @@ class Completer:
                       keystroke_at: float | None = None) -> CompletionRequest:
         """The request for a cursor; its time budget counts from `keystroke_at` (monotonic)."""
         o = self.options
-        start = sticky_window_start(prefix, PREFIX_CHARS, self._heads.get(path, ""))
+        start = sticky_window_start(prefix, self.window.chars, self._heads.get(path, ""))
         self._heads[path] = prefix[start:start + HEAD_CHARS]
         return CompletionRequest(
             prefix=prefix[start:],
@@ -164,6 +201,8 @@ class Completer:
                     elif isinstance(event, Finished):
                         record.finished_at = time.monotonic()
                         record.reason, record.text, record.stats = event.reason, event.text, event.stats
+                if isinstance(event, Finished) and event.stats is not None:
+                    self.window.observe(len(request.prefix), event.stats)
                 if (self.event_sink is not None and main
                         and (record is None or not record.prefetch or record.shown)):
                     self.event_sink("completion", event)
