@@ -59,7 +59,9 @@ async def test_leaving_editing_and_copying_feed_the_ring_and_requests_carry_it(p
         # The picks come first in the prompt: while the user works on they stay as they were
         # (a changed pick makes the engine read everything after it again); once the user
         # pauses after the ring changed, the next request picks again.
-        held = request.context_files
+        await pilot.pause(PREWARM_DELAY_S + 0.3)  # the idle prewarm opening the file asked for
+        prefix, suffix = editor.prefix_suffix()
+        held = app.completer.build_request(prefix, suffix, str(main)).context_files
         editor.selection = Selection((12, 0), (17, 0))
         await pilot.press("ctrl+c")
         copied = next(c for c in tabs.ring.chunks if c.start == -1 and "helper_38" in c.text)

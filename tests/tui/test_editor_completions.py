@@ -259,3 +259,32 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         cores = os.cpu_count() or 2
         assert app.engine.target.threads == (max(1, cores - 1), cores)
+
+
+async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, settings_for, env):
+    """A read the engine reports sizes the prefix window of the requests that follow."""
+    import pytest
+
+    from specterm.tui.widgets.completion import MIN_WINDOW_CHARS, PREFIX_CHARS, STICKY
+
+    body = "".join(f"def helper_{i}(value):\n    return value * {i}\n\n\n" for i in range(200))
+    path = tmp_path / "long.py"
+    path.write_text(body)
+    # automatic completions off: nothing reads ahead, the request reads its whole window
+    app = make_app(settings_for(tmp_path, **{"completion.auto": False}), path, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        window = app.completer.window
+        assert window.rate is None and window.chars == PREFIX_CHARS
+        editor.move_cursor((editor.document.line_count - 1, 0))
+        await pilot.press("ctrl+@")
+        log = app.completer.log.records
+        await wait_for(pilot, lambda: log and log[0].finished_at is not None, timeout=120)
+        stats, asked = log[0].stats, log[0].request
+        assert stats.prompt_tokens_decoded >= 64
+        assert window.rate == pytest.approx(
+            stats.prompt_tokens_decoded / stats.prompt_time_s * len(asked.prefix) / stats.prompt_tokens)
+        assert MIN_WINDOW_CHARS <= window.chars <= PREFIX_CHARS
+        prefix, suffix = editor.prefix_suffix()
+        assert len(app.completer.build_request(prefix, suffix, str(path)).prefix) <= window.chars * STICKY
