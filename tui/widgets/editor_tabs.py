@@ -182,8 +182,10 @@ class EditorTabs(Vertical):
         after it again (hundreds of tokens: seconds on a CPU). So a file keeps its picks while
         the user types and moves; they are picked again only when the ring changed and the user
         then paused (the idle prewarm, which reads the new prompt in the background), as
-        llama.vim updates its ring only when idle. Picked per request, a pause in a 25 KB file
-        once read 550 tokens (2.1 s) because a chunk left the request's own rows."""
+        llama.vim updates its ring only when idle. Picked per request, the picks changed with a
+        few rows typed or moved (a chunk leaving the request's own rows, other lines about the
+        cursor), and each change re-read the prompt from there (models with FIM tokens: the demo
+        model has none, and its prompt is the prefix alone)."""
         key = path or ""
         held = self._picks.get(key)
         if held is not None and held[0] == self._pick_epoch:
