@@ -86,9 +86,9 @@ LINE_CACHE_ROWS = 128  # rendered rows kept (Textual's default is 1,024)
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in
 # batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
 # Not 30 a second: the app verifies a draft on both cores (one token on one, the UI keeps the
-# other), and each redraw took a core from a verify pass: t_v(2) read 1.7-2.0 t1 in the app
-# against 1.24 t1 alone, the controller drafted half as much as headless, and the app ran at
-# 0.73-0.82 of the same requests headless. At 10 a second: 0.92-0.97, drafting alike.
+# other), and a redraw takes a core from a verify pass: t_v(2) read 1.7-2.0 t1 in the app
+# against 1.24 t1 alone, and the controller drafted less than headless (in-app / headless
+# 0.73-0.86 in six replays at 30 Hz; 0.77-0.97 in five at 10 Hz: within this host's noise).
 STREAM_REDRAW_S = 0.1
 
 
