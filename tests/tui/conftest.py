@@ -80,7 +80,7 @@ def make_app(settings, path, env, **kwargs) -> SpectermApp:
 def user_requests(app) -> int:
     """Requests the editor made for the cursor (prefetches, asked ahead for a Tab, and
     alternatives, asked after a suggestion with another first token, not counted)."""
-    return sum(not r.prefetch and not r.request.first_token_rank for r in app.completer.log.records)
+    return sum(not r.prefetch and not r.alternative for r in app.completer.log.records)
 
 
 async def fresh_completion(app, prefix: str, suffix: str) -> str:

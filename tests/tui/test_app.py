@@ -287,7 +287,7 @@ async def test_manual_trigger_when_auto_is_off_and_tab_indents_without_a_suggest
         # One suggestion asked for and no prefetch (the alternatives of the suggestion asked for
         # may follow: logged as requests of their own, with the rank of their first token)
         records = app.completer.log.records
-        assert [r.prefetch for r in records if not r.request.first_token_rank] == [False]
+        assert [r.prefetch for r in records if not r.alternative] == [False]
         assert not any(r.prefetch for r in records)
 
 

@@ -190,15 +190,16 @@ class EditorTabs(Vertical):
         held = self._picks.get(key)
         if held is not None and held[0] == self._pick_epoch:
             return held[1]
+        before = held[1] if held else ()
         open_file = self.find_open(Path(path)) if path else None
         if open_file is None:
-            picks = self.ring.pick([], count, held=held[1] if held else ())
+            picks = self.ring.pick([], count, held=before)
         else:
             editor = open_file.editor
             row = editor.cursor_location[0]
             lines = editor.document.lines[max(0, row - around // 2): row + around // 2]
             picks = self.ring.pick(lines, count, path=str(open_file.file.path), rows=(row - 400, row + 120),
-                                   held=held[1] if held else ())
+                                   held=before)
         self._picks[key] = (self._pick_epoch, picks)
         return picks
 

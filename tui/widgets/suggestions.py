@@ -39,6 +39,11 @@ class CompletionRecord:
     shown: bool = False  # some of it reached the screen
     ui_lag_s: float = 0.0  # how late the UI loop ran its timers while this request generated
 
+    @property
+    def alternative(self) -> bool:
+        """Asked for another first token than the target's best (tui/widgets/alternatives.py)."""
+        return bool(self.request.first_token_rank)
+
 
 @dataclass
 class Prefetch:
@@ -99,7 +104,7 @@ class SuggestionLog:
         for i, record in enumerate(reversed(self.records)):
             if i >= recent:
                 break
-            if (record.finished_at is not None and not record.request.first_token_rank
+            if (record.finished_at is not None and not record.alternative
                     and cache_key(record.request.prefix, record.request.suffix) == key):
                 return record
         return None
