@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 
 import pytest
 
@@ -10,7 +11,7 @@ from specterm.engine import (
     ChatMessage, ChatRequest, CompletionRequest, DraftSettings, EngineSettings, Finished,
     GenerateRequest, ModelSettings, SpeculativeSettings, StatsUpdate, TextDelta,
 )
-from specterm.engine.llamacpp.local import LocalEngine
+from specterm.engine.llamacpp.local import STREAM_WAKE_S, LocalEngine
 
 LONG = "Write a very long story about a robot who learns to write Python code.\n\nOnce upon a time"
 
@@ -49,13 +50,36 @@ async def test_stream_yields_text_stats_and_one_final_event(engine):
 
 
 async def test_cancel_takes_effect_within_a_pass_and_engine_stays_usable(engine):
+    # (the first text is sent at once, later text a few times a second: cancel at the first)
     deltas, stats, final = await collect(engine, GenerateRequest(prompt=LONG, max_tokens=400),
-                                         cancel_after=3)
+                                         cancel_after=1)
     assert final.reason == "cancelled"
     # cancellation is checked before every target pass: at most one more pass ran after it
     assert final.stats.tokens < 3 + 2 * (engine.settings.speculative.draft_max + 1)
     _, _, again = await collect(engine, GenerateRequest(prompt="def f():", max_tokens=5))
     assert again.reason in ("length", "eos") and again.stats.tokens >= 1
+
+
+async def test_streamed_text_wakes_the_caller_a_few_times_a_second(engine):
+    """The engine writes a token every few ms; the caller's loop gets the first text at once and
+    then joined text at most every STREAM_WAKE_S, the same text in the same order."""
+    start = asyncio.get_running_loop().time()
+    arrivals: list[tuple[float, str]] = []
+    final = None
+    async for ev in engine.stream(GenerateRequest(prompt=LONG, max_tokens=160)):
+        if isinstance(ev, TextDelta):
+            arrivals.append((asyncio.get_running_loop().time(), ev.text))
+        elif isinstance(ev, Finished):
+            final = ev
+    took = asyncio.get_running_loop().time() - start
+    assert final is not None and final.reason == "length" and final.stats.tokens == 160
+    assert "".join(text for _, text in arrivals) == final.text
+    # one event per pass would be ~100 here; joined: the first, one per wake-up, the tail
+    assert len(arrivals) <= 3 + took / STREAM_WAKE_S
+    assert len(arrivals) < final.stats.target_passes / 2
+    # (the tail goes with the end, whenever that comes)
+    gaps = [b - a for (a, _), (b, _) in zip(arrivals[1:-1], arrivals[2:-1])]
+    assert gaps and statistics.median(gaps) >= STREAM_WAKE_S * 0.8
 
 
 async def test_new_completion_supersedes_the_running_one(engine):
