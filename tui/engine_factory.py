@@ -9,6 +9,7 @@ loads httpx. `[engine] backend` is checked by the config loader, so there is no 
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Callable
 
 from .config import Settings
@@ -22,16 +23,31 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[str, float], None]
 
 
-UI_CORES = 1  # what the app's UI thread needs while a suggestion streams (typing, drawing)
+UI_CORES = 1  # a core of the app's UI thread's own while a suggestion streams (typing, drawing) ...
+UI_CORES_FROM = 4  # ... on machines with at least this many cores
+
+
+def ui_spare_cores(cores: int) -> int:
+    """Cores the app's engine leaves to the UI thread for one-token decoding (`[model] threads =
+    0`). Why not below UI_CORES_FROM: on 2 cores a spare one cost the engine more than the UI
+    uses. The UI thread needs ~8 % of a core while a suggestion streams (session 17, replays of
+    three files); one-token decoding on one thread instead of two is 14.3 instead of 9.0 ms a
+    token (demo pair), and with one thread for single tokens and two for drafts the app's passes
+    ran 5-22 % slower than the same passes with the UI idle. Measured in the app (replays of
+    three files, bench/RESULTS.md session 17): both cores 95-97 tokens/s, 0.94-0.98 of headless,
+    keystrokes p95 14-20 ms (4 runs); one spared 76-104 tokens/s, 0.75-1.02 of headless,
+    keystrokes p95 22 ms (7 runs). With 4 cores or more the engine keeps 3 and the UI never
+    waits for one."""
+    return UI_CORES if cores >= UI_CORES_FROM else 0
 
 
 def make_engine(settings: Settings, *, on_progress: ProgressFn | None = None, ui: bool = False) -> "Engine":
     """The engine the configuration asks for (not started). An unusable server URL raises
     EngineError here, before anything connects. `ui`: the engine runs beside the app's UI, whose
-    thread then gets a core of its own (`[model] threads = 0`)."""
+    thread then gets a core of its own on a machine with enough of them (`ui_spare_cores`)."""
     if settings.engine.backend == "openai":
         return make_remote_engine(settings)
-    spare = UI_CORES if ui else 0
+    spare = ui_spare_cores(os.cpu_count() or 1) if ui else 0
     return make_local_engine(settings, on_progress=on_progress,
                              engine_settings=settings.engine_settings(spare_cores=spare))
 

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from specterm.tui.engine_factory import ui_spare_cores
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.screens.stats import StatsScreen
 from specterm.tui.widgets.chat import ChatPane
@@ -390,12 +391,14 @@ async def test_an_unusable_model_is_a_notice_and_the_editor_still_works(project,
         assert app.active_editor.ghost_text == ""
 
 
-async def test_the_engine_leaves_the_ui_a_core_for_one_token_decodes_only(project, settings_for, env):
+async def test_the_engine_leaves_the_ui_a_core_where_it_has_cores_to_spare(project, settings_for, env):
+    """On a machine with enough cores; on 2 the engine keeps both (`ui_spare_cores`)."""
     app = make_app(settings_for(project), project / "adders.py", env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         cores = os.cpu_count() or 2
-        assert app.engine.target.threads == (max(1, cores - 1), cores)
+        assert app.engine.target.threads == (max(1, cores - ui_spare_cores(cores)), cores)
+    assert [ui_spare_cores(n) for n in (1, 2, 3, 4, 16)] == [0, 0, 0, 1, 1]
 
 
 async def test_the_session_memory_holds_the_opened_file_and_what_the_user_saved(project, settings_for, env):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from specterm.tui.engine_factory import ui_spare_cores
 from specterm.tui.widgets.editor import CodeEditor
 
 from .conftest import CURSOR_AFTER_DEF, fresh_completion, make_app, user_requests, wait_for
@@ -258,7 +259,7 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
         await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         cores = os.cpu_count() or 2
-        assert app.engine.target.threads == (max(1, cores - 1), cores)
+        assert app.engine.target.threads == (max(1, cores - ui_spare_cores(cores)), cores)
 
 
 async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, settings_for, env):
