@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[str, float], None]
 
 
-UI_CORES = 1  # a core of the app's UI thread's own while a suggestion streams (typing, drawing) ...
+UI_CORES = 1  # a core for the app's UI thread alone while a suggestion streams (typing, drawing) ...
 UI_CORES_FROM = 4  # ... on machines with at least this many cores
 
 

@@ -137,13 +137,12 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
 class _Outbox:
     """Events from the engine thread to the caller's event loop, a few wake-ups a second.
 
-    Why: the engine writes a token every 10-20 ms, and every event sent on its own wakes the UI
-    thread, which then takes a core from the engine's next pass (on 2 cores the app's passes ran
-    up to 15 % slower than the same passes with the UI idle). The first visible text and the end
-    go at once (the first ghost's latency); in between, text is joined and only the latest Stats
-    kept, sent at most every STREAM_WAKE_S (the editor redraws a streaming suggestion 10 times a
-    second anyway). The caller gets the same text in the same order, and a cancel still stops the
-    work before the engine's next pass."""
+    Why: the engine writes a token every 10-20 ms, and every event sent on its own woke the UI
+    thread twice a pass, each time taking a core the engine's next pass may want (bench/RESULTS.md,
+    session 17). The first visible text and the end go at once (the first ghost's latency); in
+    between, text is joined and only the latest Stats kept, sent at most every STREAM_WAKE_S (the
+    editor redraws a streaming suggestion 10 times a second anyway). The caller gets the same text
+    in the same order, and a cancel still stops the work before the engine's next pass."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, put: Callable[[Event], None]) -> None:
         self._loop = loop
