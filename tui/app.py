@@ -29,6 +29,7 @@ from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
 
 from .config import ConfigError, Settings, load_settings, user_config_path
 from .engine_factory import make_engine
+from . import terminal_keys
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .theming import Theming, theme_name
@@ -82,6 +83,7 @@ class SpectermApp(App[int]):
         environ: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
+        terminal_keys.install()  # Alt+] / Alt+[ from a terminal such as tmux
         env = dict(os.environ if environ is None else environ)
         self.settings = settings
         self.path = Path(path).absolute()
