@@ -22,8 +22,8 @@ class ModelSettings:
     threads: int = 0  # one-token decoding; 0: every core less `spare_cores`
     threads_batch: int = 0  # reading prompts and verifying drafts (many tokens a call); 0: every core
     # With threads = 0: cores left to the caller. The app leaves one to its UI thread on machines
-    # with 4 cores or more (tui/engine_factory.py `ui_spare_cores`: on 2 cores a spare one cost
-    # the engine more than the UI, busy ~8 % of a core while a suggestion streams, took).
+    # with 4 cores or more (`ui_spare_cores` in the app): on 2 cores a spare core cost the engine
+    # more than the UI uses, ~8 % of a core while a suggestion streams.
     spare_cores: int = 0
     batch: int = 512  # logical batch: the most tokens one llama_decode call may take
     ubatch: int = 512  # physical micro-batch
