@@ -379,8 +379,9 @@ class LocalEngine:
                      number: int | None = None, *, urgent: bool = False) -> int:
         """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded.
         `cancels`, `number`: the cancel() and prewarm() counts when it was asked for (a cancel
-        or a newer prewarm since stops it). Idle work runs on the one-token threads only: the
-        cores the engine leaves spare (the app's UI) stay free while the user types. An `urgent`
+        or a newer prewarm since stops it). Idle work runs on the one-token threads only: any
+        cores the engine leaves spare (the app's UI, from 4 cores up) stay free while the user
+        types. An `urgent`
         prewarm (the cursor moved there: a request follows within the typing pause) reads with
         the batch threads, as that request would."""
         if self.decoder is None or self.target is None:

@@ -85,10 +85,9 @@ FULL_HIGHLIGHT_RETRY_S = 0.1
 LINE_CACHE_ROWS = 128  # rendered rows kept (Textual's default is 1,024)
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in
 # batches. Drawing per token kept the UI thread busy and the engine thread waiting for the GIL.
-# Not 30 a second: the app verifies a draft on both cores (one token on one, the UI keeps the
-# other), and a redraw takes a core from a verify pass: t_v(2) read 1.7-2.0 t1 in the app
-# against 1.24 t1 alone, and the controller drafted less than headless (in-app / headless
-# 0.69-0.87 in eight replays at 30 Hz; 0.77-0.97 in five at 10 Hz: within this host's noise).
+# Not 30 a second: a redraw takes a core from the engine's next pass. Measured in session 16,
+# when the app still kept a core for the UI on 2-core machines: in-app / headless 0.69-0.87 in
+# eight replays at 30 Hz, 0.77-0.97 in five at 10 Hz (within this host's noise).
 STREAM_REDRAW_S = 0.1
 
 
