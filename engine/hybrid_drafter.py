@@ -19,6 +19,7 @@ import numpy as np
 
 from .controller import CostModel
 from .drafters import Draft, ModelDrafter
+from .model import Model
 from .session_drafter import SessionDrafter
 
 _DECAY = 0.9  # per-draft decay of each source's acceptance evidence
@@ -186,3 +187,11 @@ def session_drafter(drafter) -> SessionDrafter | None:
     if isinstance(drafter, SessionDrafter):
         return drafter
     return drafter.session if isinstance(drafter, HybridDrafter) else None
+
+
+def draft_model(drafter) -> Model | None:
+    """The draft model inside `drafter` (a model drafter's, or a hybrid's), if any: what a cost
+    meter times t_d on (a hybrid's model costs what it costs alone)."""
+    if isinstance(drafter, HybridDrafter):
+        drafter = drafter.model_drafter
+    return drafter.model if isinstance(drafter, ModelDrafter) else None

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..hybrid_drafter import session_drafter
+from ..hybrid_drafter import draft_model, session_drafter
 from ..stats import Stats
 from .costs import CostMeter, Costs, pooled_costs
 from .tasks import BenchTask
@@ -101,9 +101,12 @@ def draft_model_time(stats: Stats, hist: dict[int, int], costs: Costs) -> float:
     one-token decode while drafting is t_d. The theory's g * t_d counts a read of one token and
     g - 1 decodes; a draft that stops at p_min decodes its last token as well, and one that
     stops at once drafted nothing for its read. Without those counts (a drafter that reports no
-    reads): g * t_d a pass."""
+    reads): t_d for each token the draft model proposed, and nothing for a free drafter's (a
+    hybrid run whose passes all sent session guesses read nothing: its model did no work)."""
     if not stats.draft_reads:
-        return sum(n * g * costs.t_d for g, n in hist.items())
+        by = stats.drafted_by_drafter
+        paid = by.get("model", 0) if by else sum(n * g for g, n in hist.items())
+        return paid * costs.t_d
     extra = max(stats.draft_catchup_tokens - stats.draft_reads, 0)
     return (stats.draft_reads + stats.draft_decodes) * costs.t_d + extra * costs.t_read
 
@@ -386,8 +389,7 @@ class Bench:
         """A cost meter for one task, timed between its runs (see CostMeter)."""
         if not self.measure_costs:
             return None
-        draft_model = getattr(self.engine.decoder.drafter, "model", None)
-        return CostMeter(self.engine.target, draft_model, sizes=self._sizes)
+        return CostMeter(self.engine.target, draft_model(self.engine.decoder.drafter), sizes=self._sizes)
 
     def _measured(self, task: BenchTask, fixed_draft: int | None, meter: CostMeter | None) -> Run:
         """A measured run, then one round of costs where it left the caches."""

@@ -30,7 +30,7 @@ from typing import AsyncIterator, Callable, Iterator
 import numpy as np
 
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from ..hybrid_drafter import HybridDrafter, session_drafter
+from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
 from ..session_drafter import SessionDrafter
 from ..session_store import SessionStore
 from ..errors import EngineError, ModelLoadError
@@ -248,9 +248,9 @@ class LocalEngine:
     def _update_info(self, drafter: Drafter) -> None:
         t = self.target
         assert t is not None
-        model_drafter = drafter.model_drafter if isinstance(drafter, HybridDrafter) else drafter
         session = session_drafter(drafter)
-        draft_layers = model_drafter.model.gpu_layers if isinstance(model_drafter, ModelDrafter) else 0
+        dm = draft_model(drafter)
+        draft_layers = dm.gpu_layers if dm is not None else 0
         self.info = EngineInfo(
             target_name=t.name,
             draft_name=drafter.name,

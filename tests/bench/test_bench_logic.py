@@ -48,10 +48,10 @@ def test_geometric_mean_ignores_missing_values():
     assert geometric_mean([]) is None
 
 
-def _stats(passes: list[tuple[int, int]]) -> Stats:
+def _stats(passes: list[tuple[int, int]], source: str | None = None) -> Stats:
     s = Stats(requests=1, target_passes=1, tokens=1)  # the prompt pass yields the first token
     for drafted, accepted in passes:
-        s.record_pass(drafted, accepted)
+        s.record_pass(drafted, accepted, [source] * drafted if source else None)
         s.tokens += accepted + 1
     return s
 
@@ -92,6 +92,18 @@ def test_prediction_prices_the_draft_models_work_at_the_measured_costs():
     pred, _, _ = predicted_for(s, costs)
     theory_time = 3 * (4 * 0.001 + 0.03)
     assert pred == pytest.approx(theory * theory_time / (theory_time + 39 * 0.0005 + 0.001))
+
+
+def test_prediction_charges_a_hybrids_free_guesses_nothing():
+    """A hybrid run whose passes all sent the session's free guesses: its draft model read and
+    decoded nothing, so the prediction is the verify passes alone, although t_d was measured on
+    the model beside it. Tokens the model did propose without reported reads cost t_d each."""
+    costs = Costs(t1=0.01, t_d=0.004, t_v={1: 0.01, 5: 0.02})
+    free = _stats([(4, 4), (4, 4), (4, 2)], source="session")
+    e = (free.tokens - 1) / 3
+    assert predicted_for(free, costs)[0] == pytest.approx(e * 0.01 / 0.02)
+    paid = _stats([(4, 4), (4, 4), (4, 2)], source="model")
+    assert predicted_for(paid, costs)[0] == pytest.approx(e * 0.01 / (0.02 + 4 * 0.004))
 
 
 def test_costs_interpolate_unmeasured_sizes():
