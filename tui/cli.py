@@ -80,7 +80,8 @@ def global_flags() -> argparse.ArgumentParser:
                    help="draft GGUF of the same family, session memory lookup (default), prompt lookup, "
                    "or no drafting")
     g.add_argument("--hybrid", action=argparse.BooleanOptionalAction,
-                   help="with a draft GGUF: also draft from the session's memory, the better guess each pass")
+                   help="with a draft GGUF: also draft from the session's memory, the better guess each pass "
+                   "(default: on, [draft] hybrid; --no-hybrid: the model alone)")
     g.add_argument("--gpu-layers", type=int, metavar="N", help="target layers to offload to the GPU (-1: all)")
     g.add_argument("--draft-gpu-layers", type=int, metavar="N", help="draft layers to offload (-1: all)")
     g.add_argument("--draft-max", type=int, metavar="N", help="largest draft the target verifies in one pass")

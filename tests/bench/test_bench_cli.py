@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from specterm.engine.stats import Stats
 
 from bench_support import TINY
@@ -70,11 +72,14 @@ def test_json_report_with_sweep(bench):
     assert "summary:" in r.err and "speedup vs draft length" in r.err
 
 
-def test_greedy_outputs_match_with_a_near_perfect_draft(bench, demo_path):
-    """The demo model drafting for itself: near-full acceptance, and identical greedy text."""
-    data = bench("--json", "--tasks", "1", "--draft", demo_path, *TINY).json()
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_greedy_outputs_match_with_a_near_perfect_draft(bench, demo_path, hybrid):
+    """The demo model drafting for itself: near-full acceptance, and identical greedy text; by
+    default with the session drafter beside it (a hybrid), whose model the costs are timed on."""
+    flags = () if hybrid else ("--no-hybrid",)
+    data = bench("--json", "--tasks", "1", "--draft", demo_path, *flags, *TINY).json()
     (task,) = data["tasks"]
-    assert data["draft_kind"] == "model"
+    assert data["draft_kind"] == ("hybrid" if hybrid else "model")
     assert task["outputs_match"] is True and task["first_divergence"] is None
     assert data["summary"]["outputs_match"] is True
     assert data["costs"]["t_d_ms"] > 0  # a draft model costs something per token

@@ -28,7 +28,9 @@ def test_memory_bound_runs_on_an_f32_copy_with_a_q4_0_draft(bench, tmp_path: Pat
     assert target.parent == cache and draft.parent == cache  # cached for the next run
     assert target.name.endswith(".derived-F32.gguf") and draft.name.endswith(".derived-Q4_0.gguf")
     assert target.stat().st_size > 4 * draft.stat().st_size  # 32 bits per weight against 4.5
-    assert data["target"] == target.name and data["draft"] == draft.name and data["draft_kind"] == "model"
+    # the derived draft with the session drafter beside it, as the config's default has it
+    assert data["target"] == target.name and data["draft"] == f"session+{draft.name}"
+    assert data["draft_kind"] == "hybrid"
     (task,) = data["tasks"]
     assert task["speculative"]["tokens"] > 0 and task["plain"]["drafted"] == 0
     # a --draft flag keeps its drafter; the copies are reused, not derived again
@@ -45,13 +47,15 @@ def test_compute_bound_drafts_with_a_q2_k_copy(bench):
     s = data["settings"]
     assert s["regime"] == "compute-bound" and "derived_target" not in s
     assert Path(s["derived_draft"]).name.endswith(".derived-Q2_K.gguf")
-    assert data["draft_kind"] == "model"
-
-
-def test_a_regime_keeps_hybrid_beside_its_derived_draft(bench):
-    """--hybrid with a regime's derived draft: the session drafter still sits beside the model."""
-    data = bench("--json", "--regime", "compute-bound", "--hybrid", "--tasks", "1", "--no-costs", *TINY).json()
     assert data["draft_kind"] == "hybrid" and data["draft"].startswith("session+")
+
+
+def test_a_regime_drafts_with_its_derived_draft_alone_with_no_hybrid(bench):
+    """--no-hybrid with a regime's derived draft: the model alone, no session drafter beside it."""
+    data = bench("--json", "--regime", "compute-bound", "--no-hybrid", "--tasks", "1", "--no-costs",
+                 *TINY).json()
+    assert data["draft_kind"] == "model" and not data["draft"].startswith("session+")
+    assert Path(data["settings"]["derived_draft"]).name == data["draft"]
 
 
 def test_compare_llama_cpp_is_skipped_with_a_note_without_binaries(bench):

@@ -97,7 +97,11 @@ def test_doctor_names_a_derived_draft(sandbox: Sandbox, models, demo_path: str):
     r = sandbox.run("doctor", "--draft", models.draft_q4)
     assert r.rc == 0, r.err
     assert "derived copy of the target" in r.out
-    assert "none (plain decoding" not in r.out and "MB cap" not in r.out  # a model draft, no memory
+    assert "none (plain decoding" not in r.out
+    assert "hybrid: the session memory" in r.out and "MB cap" in r.out  # its session memory beside it
+    alone = sandbox.run("doctor", "--draft", models.draft_q4, "--no-hybrid")
+    assert alone.rc == 0 and "derived copy of the target" in alone.out
+    assert "hybrid" not in alone.out and "MB cap" not in alone.out  # the model alone: no memory
     obj = json.loads(sandbox.run("doctor", "--json", "--draft", models.draft_q4).out)
     assert obj["report"]["derived_draft"] is True
     obj = json.loads(sandbox.run("doctor", "--json", "--draft", demo_path).out)
