@@ -494,7 +494,9 @@ class DraftController:
         length that does not pay is probed now and then, from the request's probe budget."""
         if not (self.adaptive and (self.draft_is_free or self.free_only)) or proposed <= 0:
             return proposed
-        if self.free_only:  # a hybrid's free guess: what pays at its match length, no probing
+        if self.free_only:  # a hybrid's free guess: what pays at its match length
+            if self.probing:  # next_length forced this look at the free part (its budget is counted)
+                return min(proposed, self.length) if match > 0 else 0
             fit = self.costs.line()
             if fit is None or match <= 0:
                 return 0
@@ -570,14 +572,33 @@ class DraftController:
                 if refresh:  # what this probe measures replaces what was measured before
                     self.costs.remeasure(range(self.length + 1), self.length + 1)
                 return self.length
-        if self.free_part and fit is not None and self._free_could_pay(fit, dmax):
-            self.free_only = True  # the free part alone, cut by `fit_draft` to what pays
-            return dmax
+        if self.free_part and fit is not None:
+            if self._free_could_pay(fit, dmax):
+                self.free_only = True  # the free part alone, cut by `fit_draft` to what pays
+                return dmax
+            # No match length pays yet (no evidence: each starts at 1/2, which pays only where
+            # verifying is nearly free): the free part alone is probed now and then, as the
+            # session drafter alone would be, from the same budget. Without this a hybrid whose
+            # model did not pay never learned that its session guesses did (an edit's first
+            # request at 1.0x where the next read 1.3x, t_v(2) = 1.6 t1).
+            cost = self._free_probe_cost(fit)
+            if (self._since_probe >= _PROBE_MIN and self._free_could_pay(fit, dmax, a=1.0)
+                    and self._spent + cost <= self._allowance()):
+                self._since_probe = 0
+                self.probing = self.free_only = True
+                self.length = self._probe_length(fit)
+                return self.length
         return 0
 
-    def _free_could_pay(self, fit: tuple[float, float], up_to: int) -> bool:
-        """Some match length's acceptance makes a free draft of some length pay."""
-        a_best = max(self._bucket_acceptance()[1:])
+    def _free_probe_cost(self, fit: tuple[float, float]) -> float:
+        """Predicted extra time of a free probe over the plain pass it replaces, nothing accepted
+        (a free guess costs only its verification)."""
+        tv = self.costs.t_verify(self._probe_length(fit) + 1, fit) or 0.0
+        return max(tv - (self.costs.verify.get(1) or tv), 0.0)
+
+    def _free_could_pay(self, fit: tuple[float, float], up_to: int, a: float | None = None) -> bool:
+        """Some match length's acceptance (or `a`) makes a free draft of some length pay."""
+        a_best = max(self._bucket_acceptance()[1:]) if a is None else a
         base = self.rate(0, fit)
         return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
                    for g in range(1, up_to + 1))

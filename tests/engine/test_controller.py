@@ -421,6 +421,35 @@ def test_a_hybrid_sends_its_free_guess_where_paying_for_the_model_does_not_pay()
     assert without == 0
 
 
+def test_a_hybrid_probes_its_free_guess_where_no_match_length_is_known_to_pay():
+    """The proxy on this CPU at its dearer batches (t_v(2) = 1.6 t1): a free guess of unknown
+    worth (acceptance 1/2 at every match length) does not pay, and a draft model as dear as the
+    target never does. The free part alone is then probed now and then, from the request's
+    budget, as the session drafter alone would be; once its 4-token matches are seen to hold,
+    the guesses go out whole. Without the probes they were never sent."""
+    def verify(n: int) -> float:
+        return 0.017 * {1: 1.0, 2: 1.6, 3: 1.78}.get(n, 1.78 + 0.1 * (n - 3))
+
+    c = DraftController(SpeculativeSettings(draft_max=8), free_part=True)
+    fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    for k in (0, 1, 2, 3) * 3:
+        fixed.observe(k, 0, 0.002 + 0.017 * k, verify(k + 1))
+    assert not c._free_could_pay(c.costs.line(), 8)  # at 1/2 no free draft pays here
+    c.new_request(256)
+    free_tokens = probes = 0
+    for _ in range(200):
+        k = c.next_length()
+        free, probing = c.free_only, c.probing
+        keep = c.fit_draft(k, 4) if free else k
+        assert free or k == 0  # the model itself never drafts: it cannot pay
+        probes += probing
+        c.observe(keep, keep, 0.0, verify(keep + 1), asked=k, match=4 if free else 0,
+                  free=keep if free else 0)
+        free_tokens += keep
+    assert probes >= 1 and free_tokens > 300, (probes, free_tokens)
+    assert c.acceptance_for(4) > 0.9
+
+
 def test_a_hybrid_pass_teaches_the_model_only_from_the_model_tokens():
     """A hybrid pass sends a free session guess, sometimes extended by the draft model. Costs and
     acceptance are the draft model's: a pass of free tokens alone times nothing, and a model
