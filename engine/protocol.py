@@ -37,12 +37,16 @@ class Engine(Protocol):
         """Empty the session drafter's memory (a user's reset; a replay's headless re-runs, which
         must not draft the answers they gave already); a no-op for engines without one."""
 
-    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> Stats | None:
         """While idle, decode the start of the prompt `request` would have (the extra context and
         the prefix but its end) into the KV cache, so the next request there decodes only the
         rest. Best effort and low priority: any request stops it; a no-op where unsupported.
         `urgent`: a request there is coming soon (the cursor just moved there), so read with
-        every core a request would use, not only the cores left while the user types."""
+        every core a request would use, not only the cores left while the user types.
+        Returns when the read has ended (done or stopped) what it read, as a request's Stats do
+        (prompt_tokens: the whole prompt's; prompt_tokens_decoded, prompt_time_s: what was read
+        and how long it took), so a caller can size its prompts before any request has run;
+        None where nothing was read or the engine cannot tell."""
 
     async def close(self) -> None:
         """Free models and stop the worker."""

@@ -282,9 +282,15 @@ class LocalEngine:
             try:
                 result = fn()
             except BaseException as exc:  # delivered to the awaiting caller
-                loop.call_soon_threadsafe(_set_exception, fut, exc)
+                deliver(_set_exception, exc)
             else:
-                loop.call_soon_threadsafe(_set_result, fut, result)
+                deliver(_set_result, result)
+
+        def deliver(setter: Callable[[asyncio.Future, object], None], value: object) -> None:
+            try:
+                loop.call_soon_threadsafe(setter, fut, value)
+            except RuntimeError:  # the caller's loop has closed: nobody waits (the worker goes on)
+                pass
 
         self._jobs.put(run)
         return await fut
@@ -366,26 +372,30 @@ class LocalEngine:
         if drafter is not None:
             drafter.clear_memory()
 
-    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
-        """Queue a prewarm of a completion's prompt start (engine/speculative.py `prewarm`); it
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> Stats | None:
+        """Prewarm a completion's prompt start on the worker (engine/speculative.py `prewarm`); it
         yields to any request that arrives meanwhile and stops at `cancel()` or a newer prewarm,
-        between pieces of PREWARM_PIECE tokens."""
-        if isinstance(request, CompletionRequest) and self.decoder is not None:
-            self._prewarms += 1
-            cancels, number = self._cancels, self._prewarms
-            self._jobs.put(lambda: self.prewarm_sync(request, cancels, number, urgent=urgent))
+        between pieces of PREWARM_PIECE tokens. Returns what it read (Engine.prewarm)."""
+        if not isinstance(request, CompletionRequest) or self.decoder is None:
+            return None
+        self._prewarms += 1
+        cancels, number = self._cancels, self._prewarms
+        read = await self._call(lambda: self.prewarm_sync(request, cancels, number, urgent=urgent))
+        assert isinstance(read, Stats)
+        return read if read.prompt_tokens_decoded > 0 else None
 
     def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None,
-                     number: int | None = None, *, urgent: bool = False) -> int:
-        """Decode the start of `request`'s FIM prompt now (the worker; tests); tokens decoded.
-        `cancels`, `number`: the cancel() and prewarm() counts when it was asked for (a cancel
-        or a newer prewarm since stops it). Idle work runs on the one-token threads only: any
+                     number: int | None = None, *, urgent: bool = False) -> Stats:
+        """Decode the start of `request`'s FIM prompt now (the worker; tests); what it read
+        (Engine.prewarm). `cancels`, `number`: the cancel() and prewarm() counts when it was
+        asked for (a cancel or a newer prewarm since stops it). Idle work runs on the one-token threads only: any
         cores the engine leaves spare (the app's UI, from 4 cores up) stay free while the user
         types. An `urgent`
         prewarm (the cursor moved there: a request follows within the typing pause) reads with
         the batch threads, as that request would."""
+        read = Stats()
         if self.decoder is None or self.target is None:
-            return 0
+            return read
         cancels = self._cancels if cancels is None else cancels
         number = self._prewarms if number is None else number
 
@@ -393,18 +403,22 @@ class LocalEngine:
             return bool(self._waiting) or self._cancels != cancels or self._prewarms != number
 
         if stop():
-            return 0
+            return read
         target = self.target
         fp = build_fim_prompt(target, request, request.max_tokens)
+        read.prompt_tokens = len(fp.tokens)
         decode, batch = target.threads
         target.set_threads(decode, batch if urgent else decode)
+        t0 = time.perf_counter()
         try:
-            return self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop, piece=PREWARM_PIECE)
+            read.prompt_tokens_decoded = self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop,
+                                                              piece=PREWARM_PIECE)
         except EngineError:
             self.decoder.forget()  # best effort: the next request decodes everything
-            return 0
         finally:
             target.set_threads(decode, batch)
+        read.prompt_time_s = time.perf_counter() - t0
+        return read
 
     def session_stats(self) -> Stats:
         with self._lock:

@@ -344,16 +344,18 @@ class RemoteEngine:
         text = await self.http.get_text("/metrics")
         return spec_counters(text, model=self.server.model) if text else None
 
-    async def prewarm(self, request: Request, *, urgent: bool = False) -> None:
+    async def prewarm(self, request: Request, *, urgent: bool = False) -> Stats | None:
         """llama-server only, as llama.vim does: /infill with the extra context and n_predict 0,
         so the server's prompt cache holds it; a no-op for other servers (and on any failure).
-        (`urgent` changes nothing here: the server chooses its own threads.)"""
+        (`urgent` changes nothing here: the server chooses its own threads.) Returns None: the
+        requests' own Stats say how fast the server reads."""
         if (not isinstance(request, CompletionRequest) or self.server is None
                 or self.server.kind != "llama-server" or self._infill is False):
-            return
+            return None
         _, body, _ = await self._plan(request, infill=True)  # the same budget: the same prompt
         body.update(stream=False, n_predict=0)
         await self.http.post_quiet("/infill", body, timeout=10.0)
+        return None
 
     def stream(self, request: Request) -> AsyncIterator[Event]:
         return self._stream(request)

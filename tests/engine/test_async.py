@@ -226,3 +226,18 @@ def test_a_completion_cut_by_time_ends_on_a_whole_line():
     assert ended_completion(text, req, "time") == "    y = x + 1\n    z = y * 2"
     assert ended_completion(text, req, "length") == text  # cut by its length: as before
     assert ended_completion("    return x +", req, "time") == "    return x +"
+
+
+async def test_a_prewarm_returns_what_it_read_once_the_read_has_ended(engine):
+    """Engine.prewarm reports its read as a request's Stats do (what the app sizes its prefix
+    window from before any request ran); the same prompt again has nothing left to read."""
+    code = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(40))
+    req = CompletionRequest(prefix=code, suffix="\n", max_tokens=8)
+    read = await engine.prewarm(req)
+    assert read is not None
+    assert 64 < read.prompt_tokens_decoded < read.prompt_tokens  # all but the prompt's end
+    assert read.prompt_time_s > 0
+    assert await engine.prewarm(req) is None  # nothing left to read
+    _, _, done = await collect(engine, req)
+    assert done.stats.prompt_tokens == read.prompt_tokens
+    assert done.stats.prompt_tokens_decoded == read.prompt_tokens - read.prompt_tokens_decoded

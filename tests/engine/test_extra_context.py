@@ -70,8 +70,10 @@ def test_prewarm_makes_the_next_request_decode_only_the_rest(repo_model, engine_
     assert cold.prompt_tokens_decoded == cold.prompt_tokens  # nothing cached before
     eng.decoder.forget()
 
-    warmed = eng.prewarm_sync(REQUEST)
-    assert warmed > 0 and eng.prewarm_sync(REQUEST) == 0  # a second prewarm has nothing to do
+    read = eng.prewarm_sync(REQUEST)
+    warmed = read.prompt_tokens_decoded
+    assert warmed > 0 and read.prompt_tokens == cold.prompt_tokens and read.prompt_time_s > 0
+    assert eng.prewarm_sync(REQUEST).prompt_tokens_decoded == 0  # a second has nothing to do
     stats = eng.run(REQUEST).stats
     assert stats.prompt_tokens == cold.prompt_tokens
     assert stats.prompt_tokens_decoded == cold.prompt_tokens - warmed

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from specterm.tui.engine_factory import ui_spare_cores
+from specterm.tui.widgets.completion import MIN_WINDOW_CHARS, READ_BUDGET_S, WINDOW_STEP_CHARS
+from specterm.tui.widgets.ghost import PREFIX_CHARS
 from specterm.tui.widgets.editor import CodeEditor
 
 from .conftest import CURSOR_AFTER_DEF, fresh_completion, make_app, user_requests, wait_for
@@ -185,6 +187,15 @@ async def test_opening_a_file_warms_its_head_so_the_first_suggestion_reads_littl
         head, _ = editor.head_window()
         n_head = len(app.engine.target.tokenize(head))
         await wait_for(pilot, lambda: len(app.engine.decoder.cached) >= n_head * 0.9, timeout=120)
+        # That read also taught the prefix window how fast the engine reads, before any request:
+        # the first request after a far jump carries what reads in the budget, not the maximum.
+        await wait_for(pilot, lambda: app.completer.window.rate is not None)
+        assert not app.completer.log.records
+        window = app.completer.window
+        budget_chars = window.rate * READ_BUDGET_S
+        assert MIN_WINDOW_CHARS <= window.chars <= PREFIX_CHARS
+        assert (window.chars in (MIN_WINDOW_CHARS, PREFIX_CHARS)
+                or abs(window.chars - budget_chars) <= WINDOW_STEP_CHARS), (window, budget_chars)
         prefix, suffix = editor.prefix_suffix((90, 0))  # the middle of the file, never visited
         request = app.completer.build_request(prefix, suffix, str(editor.path))
         events = [event async for event in app.engine.stream(request)]

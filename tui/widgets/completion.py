@@ -224,9 +224,14 @@ class Completer:
         return None if pre is None else pre.request_id
 
     async def prewarm(self, request: CompletionRequest, *, urgent: bool = False) -> None:
-        """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm)."""
+        """Let the engine decode the start of `request`'s prompt while idle (Engine.prewarm). Its
+        read sizes the prefix window as a request's does: the head read when a file opens is
+        the first long read of a session, and without it the first request after a far jump
+        carried the full window (1,100 new tokens, 4.9 s for the demo model on 2 cores)."""
         if self.engine is not None and self._active is None and self.blocked_by is None:
-            await self.engine.prewarm(request, urgent=urgent)
+            read = await self.engine.prewarm(request, urgent=urgent)
+            if read is not None:
+                self.window.observe(len(request.prefix), read)
 
     async def cancel(self, request_id: int) -> None:
         """Cancel the completion `request_id` if it is the one running. Never while a chat answer
