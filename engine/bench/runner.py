@@ -222,6 +222,7 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
 TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adaptive result, done, total)
+MAX_PAIRS = 6  # pairs a task runs at most to reach min_time_s of plain generation
 COST_SIZES = (1, 2, 3, 5, 9, 17, 33)  # verify batch sizes timed (plus draft_max + 1 and sweep lengths + 1)
 WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its
@@ -319,11 +320,16 @@ class Bench:
     """Runs tasks plain and speculative, alternately, on one loaded LocalEngine."""
 
     def __init__(self, engine, *, repeat: int = 1, on_progress: ProgressFn | None = None,
-                 measure_costs: bool = True, on_task: TaskDoneFn | None = None) -> None:
+                 measure_costs: bool = True, on_task: TaskDoneFn | None = None,
+                 min_time_s: float = 0.0) -> None:
         if engine.decoder is None or engine.target is None:
             raise ValueError("the engine must be loaded before benchmarking")
         self.engine = engine
         self.repeat = max(1, repeat)
+        # A task whose `repeat` pairs' plain runs generated for less than this runs more pairs
+        # (up to MAX_PAIRS), as timeit's autorange does: one pair of a 13-token completion is
+        # 0.1-0.2 s on a CPU, where one scheduler hiccup moves its speedup by 4 %.
+        self.min_time_s = max(0.0, min_time_s)
         self.on_progress = on_progress or (lambda msg, done, total: None)
         self.on_task = on_task or (lambda task, comp, done, total: None)
         self.measure_costs = measure_costs
@@ -333,6 +339,14 @@ class Bench:
         self._meters: list[CostMeter] = []  # one a task
         self.prompts: dict[str, tuple[list[int], int]] = {}  # task name -> (prompt ids, plain tokens)
         self._context_ids: dict[str, list[list[int]]] = {}  # task name -> its context, tokenized
+
+    def _more_pairs(self, comp: Comparison, pairs: int, modes: int) -> bool:
+        """One more pair (of every mode) for a task whose plain runs so far are too short to time
+        well (`min_time_s`); the progress total grows by it."""
+        if not self.min_time_s or pairs >= MAX_PAIRS or comp.plain.generation_time_s >= self.min_time_s:
+            return False
+        self._total += 2 * modes
+        return True
 
     # -- one run -----------------------------------------------------------------------------------
     def _prime_session(self, task: BenchTask) -> None:
@@ -428,7 +442,8 @@ class Bench:
             comps = {m: Comparison(task.name, greedy=greedy) for m in modes}
             meter = self._meter()
             plain_tokens: list[int] = []
-            for r in range(self.repeat):
+            r = 0
+            while r < self.repeat or self._more_pairs(comps[None], r, len(modes)):
                 for m in modes:
                     label = "adaptive" if m is None else f"draft {m}"
                     # A B, then B A on the next repeat (and the next task): whatever favours the
@@ -441,10 +456,12 @@ class Bench:
                         self._rewind_drafter(n_prompt)
                         spec = self._measured(task, m, meter)
                         plain = self._measured(task, 0, meter)
-                    self._step(f"{task.name}: plain ({r + 1}/{self.repeat})")
-                    self._step(f"{task.name}: {label} ({r + 1}/{self.repeat})")
+                    pairs = max(self.repeat, r + 1)
+                    self._step(f"{task.name}: plain ({r + 1}/{pairs})")
+                    self._step(f"{task.name}: {label} ({r + 1}/{pairs})")
                     comps[m].add(plain, spec)
                     plain_tokens = plain.tokens
+                r += 1
             # What llama.cpp gets for the same task (--compare-llama-cpp): the exact prompt ids and
             # the number of tokens plain decoding emitted.
             self.prompts[task.name] = (prompt_ids, len(plain_tokens))
@@ -486,6 +503,7 @@ class Bench:
                 "seed": eng.settings.sampling.seed,
                 "ctx": eng.target.n_ctx,
                 "repeat": self.repeat,
+                "min_time_s": self.min_time_s,
                 "sweep": list(sweep),
             },
             "machine": {**machine_info(), "load_average_before": load_before},

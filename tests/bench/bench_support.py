@@ -7,5 +7,5 @@ import sys
 from pathlib import Path
 
 SPECTERM = Path(sys.executable).parent / "specterm"
-# Tiny settings: one short task, one pair per mode, a short draft.
-TINY = ("--repeat", "1", "--max-tokens", "8", "--draft-max", "4", "--ctx", "1024")
+# Tiny settings: one short task, exactly one pair per mode (however short), a short draft.
+TINY = ("--repeat", "1", "--min-time", "0", "--max-tokens", "8", "--draft-max", "4", "--ctx", "1024")

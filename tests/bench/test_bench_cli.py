@@ -107,6 +107,22 @@ def test_other_drafters_side_by_side_in_one_run(bench):
     assert "side by side" in r.err and "ratio" in r.err
 
 
+def test_a_task_too_short_to_time_runs_more_pairs(bench):
+    """--min-time: a task whose one pair generated for less than S seconds runs more pairs (up to
+    MAX_PAIRS), every pair on both sides and its own cost round after each run; with 0 exactly
+    --repeat pairs."""
+    from specterm.engine.bench.runner import MAX_PAIRS
+
+    flags = ("--json", "--tasks", "1", "--draft", "lookup", "--repeat", "1", "--max-tokens", "8", "--ctx", "1024")
+    data = bench(*flags, "--min-time", "30").json()  # never reached in 8 tokens: every pair runs
+    (task,) = data["tasks"]
+    assert len(task["pair_speedups"]) == MAX_PAIRS and data["settings"]["min_time_s"] == 30
+    assert task["plain"]["requests"] == task["speculative"]["requests"] == MAX_PAIRS
+    assert task["costs"]["samples"] == 2 * MAX_PAIRS
+    exact = bench(*flags, "--min-time", "0").json()
+    assert len(exact["tasks"][0]["pair_speedups"]) == 1 and exact["tasks"][0]["plain"]["requests"] == 1
+
+
 def test_no_drafter_reports_no_acceptance(bench):
     data = bench("--json", "--tasks", "1", "--draft", "none", "--no-costs", *TINY).json()
     (task,) = data["tasks"]
@@ -162,6 +178,7 @@ def test_bad_flags_exit_2(bench, tmp_path: Path):
     _clean_error(bench("--sweep", "0,2"), "draft lengths must be whole numbers >= 1")
     _clean_error(bench("--sweep", "two"), "expected draft lengths")
     _clean_error(bench("--repeat", "0"), "must be at least 1")
+    _clean_error(bench("--min-time", "-1"), "must be 0 or more seconds")
     _clean_error(bench("--tasks", "x"), "expected a whole number")
     _clean_error(bench("--kinds", "poetry"), "task kinds are")
     _clean_error(bench(str(tmp_path / "missing")), "no such file or folder")

@@ -32,6 +32,7 @@ from .common import TtyProgress, UsageError, read_user_text
 NAME = "bench"
 DEFAULT_FIM_TASKS = 8
 DEFAULT_REPEAT = 1
+DEFAULT_MIN_TIME_S = 0.5
 # Built-in generate/edit/chat tasks stop here unless --max-tokens says otherwise: long enough for
 # acceptance to settle, short enough that the default run takes a couple of minutes.
 DEFAULT_GENERATE_TOKENS = 128
@@ -58,6 +59,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
 def _cps(text: str) -> float:
     try:
         value = float(text)
@@ -79,6 +90,8 @@ def _kinds(text: str) -> tuple[str, ...]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    from specterm.engine.bench.runner import MAX_PAIRS  # light: no llama.cpp
+
     p = subparsers.add_parser(
         NAME,
         parents=parents,
@@ -107,6 +120,10 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
                    "(needs the binaries bench/build_llama_cpp.sh builds; skipped with a note otherwise)")
     p.add_argument("--repeat", type=_positive, default=DEFAULT_REPEAT, metavar="N",
                    help=f"plain/speculative pairs per task and mode (default: {DEFAULT_REPEAT})")
+    p.add_argument("--min-time", type=_non_negative, default=DEFAULT_MIN_TIME_S, metavar="S",
+                   help="a task whose plain runs generate for less than S seconds in its --repeat "
+                   f"pairs runs more pairs, up to {MAX_PAIRS} (short completions time badly on a "
+                   f"shared machine; default: {DEFAULT_MIN_TIME_S}, 0: exactly --repeat pairs)")
     p.add_argument("--tasks", type=_positive, default=None, metavar="N",
                    help=f"run only the first N built-in tasks, or cut N FIM tasks (default: all / {DEFAULT_FIM_TASKS})")
     p.add_argument("--kinds", type=_kinds, default=None, metavar="KIND,...",
@@ -247,7 +264,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
         def make_bench() -> Bench:
             return Bench(engine, repeat=args.repeat, on_progress=on_progress,
-                         measure_costs=not args.no_costs, on_task=on_task)
+                         measure_costs=not args.no_costs, on_task=on_task, min_time_s=args.min_time)
 
         bench = make_bench()
         report = bench.run(tasks, args.sweep)
