@@ -388,11 +388,10 @@ class LocalEngine:
                      number: int | None = None, *, urgent: bool = False) -> Stats:
         """Decode the start of `request`'s FIM prompt now (the worker; tests); what it read
         (Engine.prewarm). `cancels`, `number`: the cancel() and prewarm() counts when it was
-        asked for (a cancel or a newer prewarm since stops it). Idle work runs on the one-token threads only: any
-        cores the engine leaves spare (the app's UI, from 4 cores up) stay free while the user
-        types. An `urgent`
-        prewarm (the cursor moved there: a request follows within the typing pause) reads with
-        the batch threads, as that request would."""
+        asked for (a cancel or a newer prewarm since stops it). Idle work runs on the one-token
+        threads only: any cores the engine leaves spare (the app's UI, from 4 cores up) stay free
+        while the user types. An `urgent` prewarm (the cursor moved there: a request follows
+        within the typing pause) reads with the batch threads, as that request would."""
         read = Stats()
         if self.decoder is None or self.target is None:
             return read
