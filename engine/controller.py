@@ -58,6 +58,12 @@ _PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
 PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text first
 _SETTLED = 3  # cost samples (drafts; verifies of more than one token) before "drafting cannot pay"
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
+# A hybrid probes its free part alone only where a fair n-gram guess (2 tokens of 3 held) would
+# pay: on the memory-bound proxy (t_v(3) = 1.4-1.8 t1, t_v(5) = 1.6-2.1 t1) it does, on a small
+# model on a CPU (t_v(2) = 1.72-1.90 t1, t_v(3) = 2.14-2.35 t1) it does not, and there the
+# probes' wins are too rare: probed at any acceptance, a Q2_K self-draft's FIM completions lost
+# 15 % (fnmatch.py).
+_FREE_PROBE_A = 0.65
 
 
 def match_bucket(match: int) -> int:
@@ -577,12 +583,12 @@ class DraftController:
                 self.free_only = True  # the free part alone, cut by `fit_draft` to what pays
                 return dmax
             # No match length pays yet (no evidence: each starts at 1/2, which pays only where
-            # verifying is nearly free): the free part alone is probed now and then, as the
-            # session drafter alone would be, from the same budget. Without this a hybrid whose
+            # verifying is nearly free): the free part alone is probed now and then, from the
+            # same budget, where a fair guess would pay (_FREE_PROBE_A). Without this a hybrid whose
             # model did not pay never learned that its session guesses did (an edit's first
             # request at 1.0x where the next read 1.3x, t_v(2) = 1.6 t1).
             cost = self._free_probe_cost(fit)
-            if (self._since_probe >= _PROBE_MIN and self._free_could_pay(fit, dmax, a=1.0)
+            if (self._since_probe >= _PROBE_MIN and self._free_could_pay(fit, dmax, a=_FREE_PROBE_A)
                     and self._spent + cost <= self._allowance()):
                 self._since_probe = 0
                 self.probing = self.free_only = True

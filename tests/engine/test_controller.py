@@ -450,6 +450,33 @@ def test_a_hybrid_probes_its_free_guess_where_no_match_length_is_known_to_pay():
     assert c.acceptance_for(4) > 0.9
 
 
+def test_a_hybrid_never_probes_its_free_guess_where_fair_guesses_cannot_pay():
+    """A small model on a CPU (the cheapest batches measured there: t_v(2) = 1.72 t1, t_v(3) =
+    2.14 t1, t_v(5) = 3.0 t1): a free guess would pay only at near-full acceptance, so the free
+    part alone is never probed (probed, a Q2_K self-draft's FIM completions lost 15 %)."""
+    table = {1: 1.0, 2: 1.72, 3: 2.14, 5: 3.0, 9: 4.4, 17: 7.6}
+
+    def verify(n: int) -> float:
+        lo = max(k for k in table if k <= n)
+        hi = min((k for k in table if k >= n), default=17)
+        t = table[lo] if lo == hi else table[lo] + (table[hi] - table[lo]) * (n - lo) / (hi - lo)
+        return 0.010 * t
+
+    c = DraftController(SpeculativeSettings(draft_max=16), free_part=True)
+    fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    for k in (0, 1, 2, 3) * 3:
+        fixed.observe(k, 0, 0.002 + 0.006 * k, verify(k + 1))
+    for n in table:
+        c.costs.seed_verify(n, verify(n))
+    assert c._free_probe_cost(c.costs.line()) < c._allowance()  # a probe would fit the budget
+    for _ in range(4):
+        c.new_request(64)
+        for _ in range(64):
+            k = c.next_length()
+            assert not c.free_only
+            c.observe(k, 0, 0.006 * k, verify(k + 1), asked=k)  # (a model probe: nothing held)
+
+
 def test_a_hybrid_pass_teaches_the_model_only_from_the_model_tokens():
     """A hybrid pass sends a free session guess, sometimes extended by the draft model. Costs and
     acceptance are the draft model's: a pass of free tokens alone times nothing, and a model
