@@ -98,7 +98,8 @@ def test_doctor_names_a_derived_draft(sandbox: Sandbox, models, demo_path: str):
     assert r.rc == 0, r.err
     assert "derived copy of the target" in r.out
     assert "none (plain decoding" not in r.out
-    assert "hybrid: the session memory" in r.out and "MB cap" in r.out  # its session memory beside it
+    assert "hybrid: the session memory" in r.out  # its session memory beside it, on a line of its own
+    assert "Session       memory beside the draft model: 32 MB cap" in r.out
     alone = sandbox.run("doctor", "--draft", models.draft_q4, "--no-hybrid")
     assert alone.rc == 0 and "derived copy of the target" in alone.out
     assert "hybrid" not in alone.out and "MB cap" not in alone.out  # the model alone: no memory

@@ -160,7 +160,9 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         store = settings.draft.session_store
         kept = (f"kept between runs in {store} (set in {settings.origin('draft.session_store')})" if store
                 else "kept in memory only ([draft] session_store = PATH keeps it between runs)")
-        out.write(f"{'':<14}{settings.draft.session_mb} MB cap, {kept}\n")
+        # the session drafter's own Draft line above says what it is; beside a model it needs a line
+        label, what = ("", "") if report.draft_kind == "session" else ("Session", "memory beside the draft model: ")
+        out.write(f"{label:<14}{what}{settings.draft.session_mb} MB cap, {kept}\n")
 
     if report.vocab_compatible is True and report.derived_draft:
         vocab = ("compatible: the draft is a derived copy of the target (the same model in fewer "
