@@ -247,7 +247,7 @@ class SpectermApp(App[int]):
     def _first_run_hints(self) -> None:
         if self.settings.demo:
             self.notify(
-                "This is the demo pair (SmolLM2-135M + the session drafter): tiny and weak at code. "
+                "The target is the demo model (SmolLM2-135M): tiny and weak at code. "
                 "For real work, `specterm pull qwen2.5-coder-7b` downloads and configures a real "
                 "pair (`specterm models` lists others), or set [model] target and draft in "
                 "~/.config/specterm/config.toml.",
