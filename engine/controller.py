@@ -454,13 +454,15 @@ class DraftController:
         """2 tokens; 1 while nothing is known beyond t1 (the cheapest way to fit t_v and t_d)."""
         return min(_PROBE_LENGTH if fit is not None else 1, self.spec.draft_max)
 
-    def probe_cost(self, lag: int = 0, fit: tuple[float, float] | None = None) -> float | None:
+    def probe_cost(self, lag: int = 0, fit: tuple[float, float] | None = None, *,
+                   free: bool = False) -> float | None:
         """Predicted extra time of a probe over the plain passes it replaces; `lag`: what the
-        probe's draft model reads first (at most PROBE_WINDOW recent tokens). A free drafter's is
-        priced with nothing accepted (its evidence drifts back to the prior while off); a draft
-        model's with the acceptance it has shown, which is the pair's and does not drift: a probe
-        of a draft that keeps holding costs nothing, so evidence for it gathers within a request,
-        while one that keeps failing is priced at its full cost."""
+        probe's draft model reads first (at most PROBE_WINDOW recent tokens). A free drafter's
+        (or, `free`, a hybrid's free part alone) is priced with nothing accepted (its evidence
+        drifts back to the prior while off); a draft model's with the acceptance it has shown,
+        which is the pair's and does not drift: a probe of a draft that keeps holding costs
+        nothing, so evidence for it gathers within a request, while one that keeps failing is
+        priced at its full cost."""
         c = self.costs
         t1 = c.verify.get(1)
         if t1 is None:
@@ -469,11 +471,12 @@ class DraftController:
         tv = c.t_verify(length + 1, fit)
         if tv is None:
             tv = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
+        if free or self.draft_is_free:
+            return max(tv - t1, 0.0)
         extra = tv - t1 + self._draft_cost(length, t1)
-        if lag > _STEADY_CATCHUP and not self.draft_is_free:
+        if lag > _STEADY_CATCHUP:
             extra += c.catchup(lag)
-        if not self.draft_is_free:
-            extra -= (self.expected_tokens(length, self.acceptance * self.continuation) - 1.0) * t1
+        extra -= (self.expected_tokens(length, self.acceptance * self.continuation) - 1.0) * t1
         return max(extra, 0.0)
 
     def _allowance(self) -> float:
@@ -587,20 +590,14 @@ class DraftController:
             # same budget, where a fair guess would pay (_FREE_PROBE_A). Without this a hybrid whose
             # model did not pay never learned that its session guesses did (an edit's first
             # request at 1.0x where the next read 1.3x, t_v(2) = 1.6 t1).
-            cost = self._free_probe_cost(fit)
+            cost = self.probe_cost(0, fit, free=True)
             if (self._since_probe >= _PROBE_MIN and self._free_could_pay(fit, dmax, a=_FREE_PROBE_A)
-                    and self._spent + cost <= self._allowance()):
+                    and cost is not None and self._spent + cost <= self._allowance()):
                 self._since_probe = 0
                 self.probing = self.free_only = True
                 self.length = self._probe_length(fit)
                 return self.length
         return 0
-
-    def _free_probe_cost(self, fit: tuple[float, float]) -> float:
-        """Predicted extra time of a free probe over the plain pass it replaces, nothing accepted
-        (a free guess costs only its verification)."""
-        tv = self.costs.t_verify(self._probe_length(fit) + 1, fit) or 0.0
-        return max(tv - (self.costs.verify.get(1) or tv), 0.0)
 
     def _free_could_pay(self, fit: tuple[float, float], up_to: int, a: float | None = None) -> bool:
         """Some match length's acceptance (or `a`) makes a free draft of some length pay."""
