@@ -183,6 +183,22 @@ def test_headless_cli_does_not_load_textual(tmp_path):
     assert run_python(code, tmp_path) == "[]"
 
 
+def test_building_the_cli_parser_loads_no_bench_runner(tmp_path):
+    """Every command builds every subcommand's parser: the bench's help must not import its
+    runner (numpy and the drafters, ~0.1 s added to `specterm --version`)."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from specterm.tui import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        cli.main(['--version'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(n for n in sys.modules if n in ('numpy', 'specterm.engine.bench.runner')))\n"
+    )
+    assert run_python(code, tmp_path) == "[]"
+
+
 def test_every_package_folder_ships_in_the_wheel():
     """A folder with __init__.py that pyproject does not list would be missing from the wheel
     (editable installs hide this: they import straight from the tree)."""

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..hybrid_drafter import draft_model, session_drafter
 from ..stats import Stats
+from . import MAX_PAIRS
 from .costs import CostMeter, Costs, pooled_costs
 from .tasks import BenchTask
 from .theory import fit_acceptance, geometric_mean
@@ -222,7 +223,6 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total)
 TaskDoneFn = Callable[[BenchTask, "Comparison", int, int], None]  # (task, adaptive result, done, total)
-MAX_PAIRS = 6  # pairs a task runs at most to reach min_time_s of plain generation
 COST_SIZES = (1, 2, 3, 5, 9, 17, 33)  # verify batch sizes timed (plus draft_max + 1 and sweep lengths + 1)
 WARMUP_TOKENS = 8  # the speculative warm-up only has to put the prompt in the draft's cache
 # A top-2 logit gap this small is a near-tie: llama.cpp's batched kernels (verification) and its

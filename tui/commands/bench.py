@@ -90,7 +90,7 @@ def _kinds(text: str) -> tuple[str, ...]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    from specterm.engine.bench.runner import MAX_PAIRS  # light: no llama.cpp
+    from specterm.engine.bench import MAX_PAIRS  # light: a constant (runner.py imports numpy)
 
     p = subparsers.add_parser(
         NAME,
