@@ -99,6 +99,13 @@ class CostModel:
     # Rows of every verify pass when the loop pads them to one shape (0: not padded): then any
     # draft of up to shape - 1 tokens costs what a pass of that shape costs.
     shape: int = 0
+    # The lines through `verify` and `draft_by_length`, kept until their points change: the
+    # controller prices every draft length each pass (can drafting pay, which length pays), and
+    # refitting for each of those prices cost a 2-core CPU 1 % of a small model's pass.
+    _fits: dict[str, tuple[float, float] | None] = field(default_factory=dict, repr=False)
+    # Bumped whenever a measured cost changes: what is computed from the costs alone (can any
+    # draft length pay?) holds until then.
+    revision: int = 0
 
     def observe_verify(self, n: int, seconds: float) -> None:
         """t_v(n) is a running median: one pass slowed down by another process on a shared
@@ -116,7 +123,11 @@ class CostModel:
         """A steady-state t_v(n) measured outside the loop (repeated passes of one shape at load):
         a first sample that counts."""
         self._recent.setdefault(n, deque(maxlen=_WINDOW)).append(seconds)
-        self.verify[n] = statistics.median(self._recent[n])
+        value = statistics.median(self._recent[n])
+        if self.verify.get(n) != value:
+            self.verify[n] = value
+            self._fits.pop("verify", None)
+            self.revision += 1
         self.batched_samples += n > 1
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
@@ -129,13 +140,15 @@ class CostModel:
         recent = self._recent_draft.setdefault(max(tokens, 0), deque(maxlen=_WINDOW))
         recent.append(seconds)
         self.draft_by_length[max(tokens, 0)] = statistics.median(recent)
+        self._fits.pop("draft", None)
+        self.revision += 1
 
     def draft_cost(self, g: int) -> float | None:
         """Predicted time of a g-token draft: the line through the measured lengths (two or
         more; intercept and slope kept >= 0), else g times the mean cost per token."""
         if g <= 0:
             return 0.0
-        fit = _least_squares(self.draft_by_length)
+        fit = self._fit("draft", self.draft_by_length)
         if fit is not None:
             a, b = fit
             if a < 0:  # the fixed part cannot be negative: all of it is per token
@@ -194,7 +207,12 @@ class CostModel:
 
     def line(self) -> tuple[float, float] | None:
         """(intercept, slope) of t_v(n): least squares through the measured sizes (two or more)."""
-        return _least_squares(self.verify)
+        return self._fit("verify", self.verify)
+
+    def _fit(self, key: str, points: dict[int, float]) -> tuple[float, float] | None:
+        if key not in self._fits:
+            self._fits[key] = _least_squares(points)
+        return self._fits[key]
 
 
 def _least_squares(points: dict[int, float]) -> tuple[float, float] | None:
@@ -251,6 +269,7 @@ class DraftController:
         self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
         self._since_refresh = 0  # requests since the last probe
         self.probing = False  # the pass in flight is forced (a probe or a first measurement)
+        self._can_pay: tuple[tuple | None, bool] = (None, True)  # (costs it was computed for, answer)
         # New evidence since drafting turned off (a draft's result, a new request). While off, the
         # decaying evidence alone never turns drafting back on: that would be an unbudgeted probe.
         self._fresh = True
@@ -446,9 +465,14 @@ class DraftController:
         t1 = self.costs.verify.get(1)
         if fit is None or t1 is None or not self.costs.settled(self.draft_is_free):
             return True
-        base = 1.0 / t1
-        return any((self.rate(g, fit, a=1.0, stops=False) or 0.0) > base
-                   for g in range(1, self.spec.draft_max + 1))
+        # The costs alone decide, so the answer holds until they change (while off, this is
+        # asked every pass).
+        key = (self.costs.revision, self.costs.shape, self.spec.draft_max, fit)
+        if self._can_pay[0] != key:
+            base = 1.0 / t1
+            self._can_pay = (key, any((self.rate(g, fit, a=1.0, stops=False) or 0.0) > base
+                                      for g in range(1, self.spec.draft_max + 1)))
+        return self._can_pay[1]
 
     def _probe_length(self, fit: tuple[float, float] | None) -> int:
         """2 tokens; 1 while nothing is known beyond t1 (the cheapest way to fit t_v and t_d)."""
@@ -581,8 +605,13 @@ class DraftController:
                 if refresh:  # what this probe measures replaces what was measured before
                     self.costs.remeasure(range(self.length + 1), self.length + 1)
                 return self.length
-        if self.free_part and fit is not None:
-            if self._free_could_pay(fit, dmax):
+        # Whether a free draft pays rises with its acceptance: where a fair guess (_FREE_PROBE_A)
+        # cannot pay, no weaker one can, so one check settles both questions below (each prices
+        # every draft length, every pass, on a CPU where nothing pays).
+        a_best = max(self._bucket_acceptance()[1:]) if self.free_part else 0.0
+        if (self.free_part and fit is not None
+                and self._free_could_pay(fit, dmax, a=max(a_best, _FREE_PROBE_A))):
+            if a_best >= _FREE_PROBE_A or self._free_could_pay(fit, dmax, a=a_best):
                 self.free_only = True  # the free part alone, cut by `fit_draft` to what pays
                 return dmax
             # No match length pays yet (no evidence: each starts at 1/2, which pays only where
@@ -590,9 +619,8 @@ class DraftController:
             # same budget, where a fair guess would pay (_FREE_PROBE_A). Without this a hybrid whose
             # model did not pay never learned that its session guesses did (an edit's first
             # request at 1.0x where the next read 1.3x, t_v(2) = 1.6 t1).
-            cost = self.probe_cost(0, fit, free=True)
-            if (self._since_probe >= _PROBE_MIN and self._free_could_pay(fit, dmax, a=_FREE_PROBE_A)
-                    and cost is not None and self._spent + cost <= self._allowance()):
+            cost = self.probe_cost(0, fit, free=True) if self._since_probe >= _PROBE_MIN else None
+            if cost is not None and self._spent + cost <= self._allowance():
                 self._since_probe = 0
                 self.probing = self.free_only = True
                 self.length = self._probe_length(fit)

@@ -652,3 +652,22 @@ def test_costs_measured_under_load_do_not_keep_drafting_off_for_good():
         spent, plain = run(1, 256, load=1.0)
     assert not c.off
     assert spent <= plain / 1.3
+
+
+def test_whether_drafting_can_pay_follows_the_costs_when_they_change():
+    """While drafting is off the controller asks every pass whether any draft could pay; the
+    answer comes from the costs alone and is kept until they change, so it must change with
+    them: costs measured on a busy CPU (k tokens cost k decodes) say no, the same pair on a quiet
+    one (each extra token 0.1 t1) says yes."""
+    c = DraftController(SpeculativeSettings(draft_max=8), draft_is_free=True)
+    sizes = (1, 2, 3, 5, 9)
+    for n in sizes:
+        for _ in range(9):
+            c.costs.seed_verify(n, n * T1)
+    assert not c.can_pay(c.costs.line())
+    assert not c.can_pay(c.costs.line())  # asked again, same costs: same answer
+    for n in sizes:
+        for _ in range(9):  # a full window of new samples: the medians move
+            c.costs.seed_verify(n, T1 * (1 + 0.1 * (n - 1)))
+    assert c.costs.line()[1] == pytest.approx(0.1 * T1)
+    assert c.can_pay(c.costs.line())
