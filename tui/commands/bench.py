@@ -32,7 +32,7 @@ from .common import TtyProgress, UsageError, read_user_text
 NAME = "bench"
 DEFAULT_FIM_TASKS = 8
 DEFAULT_REPEAT = 1
-DEFAULT_MIN_TIME_S = 1.0
+DEFAULT_MIN_TIME_S = 2.0
 # Built-in generate/edit/chat tasks stop here unless --max-tokens says otherwise: long enough for
 # acceptance to settle, short enough that the default run takes a couple of minutes.
 DEFAULT_GENERATE_TOKENS = 128
