@@ -87,14 +87,20 @@ class CostModel:
     # One prompt token decoded by the target: an upper bound for the draft's catch-up per token
     # until that is measured (a draft model is no larger than its target).
     prompt_token: float | None = None
-    verify: dict[int, float] = field(default_factory=dict)  # batch size -> one target pass
+    # Batch size -> one target pass. A pass costs more the longer the context (attention reads
+    # every earlier position), and sizes above 1 are measured only while drafting, so their
+    # samples could be from another text than t1's: t_v(n) is kept as its ratio to the t1 of its
+    # own moment, times t1 now. Absolute, a bench's 1,300-token FIM task priced its 2-row passes
+    # with samples from a 700-token one (t_v(2) = 1.4 t1 where it was 1.9 t1) and drafted at a loss.
+    verify: dict[int, float] = field(default_factory=dict)
     draft_samples: int = 0
     batched_samples: int = 0  # verify passes of more than one token measured (ever)
     # Draft time by tokens drafted (running medians): a draft pays a fixed part (reading what
     # the last pass emitted, the call) and a part per token, so one-token drafts (probes, a
     # bench warm-up) alone would make every token look as dear as the fixed part.
     draft_by_length: dict[int, float] = field(default_factory=dict)
-    _recent: dict[int, deque] = field(default_factory=dict, repr=False)
+    _recent: dict[int, deque] = field(default_factory=dict, repr=False)  # t1: seconds; n > 1: (seconds, t1 then)
+    _ratio: dict[int, float | None] = field(default_factory=dict, repr=False)  # n > 1: median t_v(n) / t1
     _recent_draft: dict[int, deque] = field(default_factory=dict, repr=False)
     # Rows of every verify pass when the loop pads them to one shape (0: not padded): then any
     # draft of up to shape - 1 tokens costs what a pass of that shape costs.
@@ -122,13 +128,30 @@ class CostModel:
     def seed_verify(self, n: int, seconds: float) -> None:
         """A steady-state t_v(n) measured outside the loop (repeated passes of one shape at load):
         a first sample that counts."""
-        self._recent.setdefault(n, deque(maxlen=_WINDOW)).append(seconds)
-        value = statistics.median(self._recent[n])
+        recent = self._recent.setdefault(n, deque(maxlen=_WINDOW))
+        if n == 1:
+            recent.append(seconds)
+            self._set_verify(1, statistics.median(recent))
+        else:
+            recent.append((seconds, self.verify.get(1)))
+            self.batched_samples += 1
+            # (a sample taken before any t1 counts as absolute: it is priced as measured)
+            self._ratio[n] = (statistics.median(s / then for s, then in recent)
+                              if all(then for _, then in recent) else None)
+        t1 = self.verify.get(1)
+        for k in ([n] if n > 1 else list(self._ratio)):
+            ratio = self._ratio[k]
+            if ratio is not None and t1:
+                self._set_verify(k, ratio * t1)
+            elif self._recent[k]:
+                self._set_verify(k, statistics.median(s if not then else s / then * (t1 or then)
+                                                      for s, then in self._recent[k]))
+
+    def _set_verify(self, n: int, value: float) -> None:
         if self.verify.get(n) != value:
             self.verify[n] = value
             self._fits.pop("verify", None)
             self.revision += 1
-        self.batched_samples += n > 1
 
     def observe_draft(self, tokens: int, seconds: float) -> None:
         """A draft of `tokens` tokens took `seconds`. A draft model that stopped at once (its

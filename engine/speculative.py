@@ -208,7 +208,7 @@ class SpeculativeDecoder:
         # A hybrid drafter weighs its sources with the controller's own cost model: one object.
         costs = getattr(drafter, "costs", None) or CostModel()
         if old is not None:
-            for n, t in old.costs.verify.items():
+            for n, t in sorted(old.costs.verify.items()):  # t1 first: the rest are its multiples
                 costs.seed_verify(n, t)
             costs.shape = old.costs.shape
             costs.prompt_token = old.costs.prompt_token

@@ -671,3 +671,22 @@ def test_whether_drafting_can_pay_follows_the_costs_when_they_change():
             c.costs.seed_verify(n, T1 * (1 + 0.1 * (n - 1)))
     assert c.costs.line()[1] == pytest.approx(0.1 * T1)
     assert c.can_pay(c.costs.line())
+
+
+def test_batched_passes_are_priced_at_the_t1_of_the_text_now():
+    """A pass costs more the longer the context, and sizes above 1 are measured only while
+    drafting: t_v(2) measured beside a short prompt (1.8 t1 there) must not be priced beside a
+    long one as if it were as cheap as it was then (1.3 of the new t1), or a free guess that
+    holds half the time looks like it pays on a small model on a CPU, where it cannot."""
+    c = DraftController(SpeculativeSettings(draft_max=8), draft_is_free=True)
+    for _ in range(9):
+        c.costs.seed_verify(1, 0.010)
+    for n, ratio in ((2, 1.8), (3, 2.3), (5, 3.2)):
+        for _ in range(3):
+            c.costs.seed_verify(n, ratio * 0.010)
+    for _ in range(9):  # a longer text now: every one-token pass costs 14 ms
+        c.costs.seed_verify(1, 0.014)
+    assert c.costs.verify[2] == pytest.approx(1.8 * 0.014)
+    assert c.costs.verify[5] == pytest.approx(3.2 * 0.014)
+    fit = c.costs.line()
+    assert c.rate(1, fit, a=0.5) < c.rate(0, fit)  # 1.5 tokens for 1.8 t1: plain is faster
