@@ -428,6 +428,23 @@ class DraftController:
             scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
             self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
 
+    def observe_guess(self, match: int, known: int, held: int) -> None:
+        """A free guess that followed a `match`-token n-gram was not sent (a draft model's tokens
+        were), and the target has written `known` tokens where it would have gone since: the
+        first `held` of them agreed with it. Evidence for that match length as if it had been
+        sent; a mismatch counts only where it is seen. Why: a hybrid sends whichever pays, and a
+        match length priced at the 1/2 it starts from never paid beside a draft model that
+        agreed 99 % of the time, so it was never sent and never learned: an edit that copies its
+        input ran at the model's 1.4x where its session guesses give 4.3x."""
+        if match <= 0 or known <= 0:
+            return
+        b = match_bucket(match)
+        held = min(held, known)
+        succ = self._match_succ[b] * _DECAY + held
+        fail = self._match_fail[b] * _DECAY + (1 if held < known else 0)
+        scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
+        self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
+
     # -- the model -------------------------------------------------------------------------------
     def expected_tokens(self, g: int, a: float | None = None) -> float:
         a = min(self.acceptance if a is None else a, 0.999)

@@ -85,6 +85,10 @@ class HybridDrafter:
         # The most tokens a pass may send (the loop sets it: the request's and the context's
         # room); the controller's k is what pays for the *model*, a free guess may run longer.
         self.free_max: int | None = None
+        # Where to report how a guess that was not sent would have done (the loop wires the
+        # controller's `observe_guess`): (match, tokens the target wrote there, how many agreed).
+        self.guess_evidence: Callable[[int, int, int], None] | None = None
+        self._unsent: tuple[list[int], int, int] | None = None  # (guess, match, len(history) then)
 
     # -- choosing --------------------------------------------------------------------------------
     def _rate(self, n_session: int, n_model: int, lag: int = 0, a_session: float | None = None) -> float:
@@ -113,6 +117,7 @@ class HybridDrafter:
 
     # -- drafter verbs ---------------------------------------------------------------------------
     def begin(self, prompt: list[int]) -> None:
+        self._unsent = None
         self.session.begin(prompt)
         self.model_drafter.begin(prompt)
 
@@ -129,6 +134,7 @@ class HybridDrafter:
 
     def _propose(self, history, n_max, sampling, rng, window, *, free_only: bool) -> Draft:
         t0 = time.perf_counter()
+        self._judge_unsent(history)
         self._base = len(history)
         guess = self.session.draft(history, max(n_max, self.free_max or 0), sampling, rng)
         n_s, n_m = ((len(guess.tokens), 0) if free_only
@@ -136,6 +142,8 @@ class HybridDrafter:
                                      guess.match))
         if not n_s:
             self.session.discard()
+            if guess.tokens and guess.match > 0:
+                self._unsent = (list(guess.tokens), guess.match, len(history))
         elif n_s < len(guess.tokens):
             self.session.truncate(n_s)  # cut to what pays: the rest is neither sent nor judged
         out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if n_s else 0, free_tokens=n_s)
@@ -151,6 +159,22 @@ class HybridDrafter:
         out.sources = ["session"] * n_s + ["model"] * self._split[1]
         out.time_s = time.perf_counter() - t0
         return out
+
+    def _judge_unsent(self, history: list[int]) -> None:
+        """Compare the last guess that was not sent with what the target wrote in its place."""
+        if self._unsent is None:
+            return
+        guess, match, at = self._unsent
+        self._unsent = None
+        known = min(len(guess), len(history) - at)
+        if known <= 0:
+            return
+        held = 0
+        while held < known and guess[held] == history[at + held]:
+            held += 1
+        self._acc["session"].observe(known, held)
+        if self.guess_evidence is not None:
+            self.guess_evidence(match, known, held)
 
     def truncate(self, n: int) -> None:
         n_s, n_m = self._split
@@ -170,10 +194,12 @@ class HybridDrafter:
         self._model_read = False
 
     def rewind(self, n_keep: int) -> None:
+        self._unsent = None
         self.session.rewind(n_keep)
         self.model_drafter.rewind(n_keep)
 
     def forget(self) -> None:
+        self._unsent = None
         self.session.forget()
         self.model_drafter.forget()
 

@@ -218,6 +218,7 @@ class SpeculativeDecoder:
                                           free_part=drafter.kind == "hybrid")
         if drafter.kind == "hybrid":  # one judge of free guesses, as one cost model
             drafter.free_acceptance = self.controller.acceptance_for
+            drafter.guess_evidence = self.controller.observe_guess
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request

@@ -690,3 +690,22 @@ def test_batched_passes_are_priced_at_the_t1_of_the_text_now():
     assert c.costs.verify[5] == pytest.approx(3.2 * 0.014)
     fit = c.costs.line()
     assert c.rate(1, fit, a=0.5) < c.rate(0, fit)  # 1.5 tokens for 1.8 t1: plain is faster
+
+
+def test_a_guess_that_was_not_sent_counts_for_its_match_length():
+    """A hybrid reports how a free guess it did not send would have done: agreement raises that
+    match length's acceptance, a seen mismatch lowers it, and a guess the target has not written
+    past yet (all of what is known agreed) counts no rejection."""
+    c = DraftController(SpeculativeSettings(draft_max=8), free_part=True)
+    before = c.acceptance_for(20)
+    for _ in range(10):
+        c.observe_guess(20, 8, 8)
+    held = c.acceptance_for(20)
+    assert held > 0.9 > before
+    for _ in range(10):
+        c.observe_guess(2, 4, 0)
+    assert c.acceptance_for(2) < 0.2
+    assert c.acceptance_for(20) == held  # other match lengths are untouched
+    c.observe_guess(0, 4, 4)  # no n-gram behind it: not a free guess's evidence
+    c.observe_guess(20, 0, 0)  # nothing written there yet: nothing known
+    assert c.acceptance_for(20) == held

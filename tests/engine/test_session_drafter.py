@@ -275,6 +275,46 @@ def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length
     assert n_s < 4 and n_s + n_m <= 12
 
 
+def test_a_guess_the_hybrid_did_not_send_is_judged_by_what_the_target_wrote(models, vocab):
+    """A match length starts at acceptance 1/2, and beside a draft model that agrees 99 % of the
+    time that never pays: the guess would never be sent, and never learn. So a guess the hybrid
+    did not send is compared with what the target wrote in its place, and the controller hears
+    how it would have done (a mismatch only where it is seen)."""
+    from specterm.engine.controller import CostModel
+    from specterm.engine.drafters import ModelDrafter
+    from specterm.engine.hybrid_drafter import HybridDrafter
+
+    costs = CostModel()
+    for n, t in ((1, 0.010), (2, 0.012), (3, 0.013), (5, 0.015), (9, 0.019)) * 2:
+        costs.observe_verify(n, t)
+    for g, t in ((1, 0.0001), (3, 0.0003)):  # a nearly free draft model: it is chosen
+        costs.observe_draft(g, t)
+    draft_model = Model.load(ModelSettings(path=models.draft_q4, ctx=512))
+    hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(draft_model, 0.0), costs)
+    hybrid.free_acceptance = lambda match: 0.0
+    heard = []
+    hybrid.guess_evidence = lambda *evidence: heard.append(evidence)
+    text = vocab.tokenize("def area(width, height):\n    return width * height\n\n\n"
+                          "def perimeter(width, height):\n    return 2 * (width + height)\n",
+                          add_special=False)
+    prompt = text + text[:6]  # the text starts again: the session guesses how it went on
+    rng = np.random.default_rng(0)
+    hybrid.begin(prompt)
+    draft = hybrid.draft(prompt, 4, Sampling(), rng)
+    assert draft.sources == ["model"] * len(draft.tokens) and draft.match == 0
+    hybrid.accept(len(draft.tokens))  # (the model keeps being chosen)
+    hybrid.draft(prompt + text[6:9], 4, Sampling(), rng)  # the target wrote what it guessed
+    (match, known, held), = heard
+    assert match >= 6 and known == held == 3
+    hybrid.accept(4)
+    heard.clear()
+    other = vocab.tokenize(" # none", add_special=False)
+    hybrid.draft(prompt + text[6:9] + other, 4, Sampling(), rng)  # and now something else
+    hybrid.close()
+    (match, known, held), = heard
+    assert held == 0 and known >= 1
+
+
 def test_a_remembered_text_is_tokenized_in_line_pieces_that_join_back_to_it():
     """llama.cpp's tokenizer holds tens of MB for a long text at once; the engine feeds it pieces
     cut after a line break (a line longer than two pieces is cut inside)."""
