@@ -421,12 +421,7 @@ class DraftController:
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
         if drafted and match > 0:
-            b = match_bucket(match)
-            n = free or drafted  # the free guess's own tokens
-            succ = self._match_succ[b] * _DECAY + min(accepted, n)
-            fail = self._match_fail[b] * _DECAY + (1 if accepted < n else 0)
-            scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
-            self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
+            self._match_evidence(match, free or drafted, accepted)  # the free guess's own tokens
 
     def observe_guess(self, match: int, known: int, held: int) -> None:
         """A free guess that followed a `match`-token n-gram was not sent (a draft model's tokens
@@ -436,12 +431,15 @@ class DraftController:
         match length priced at the 1/2 it starts from never paid beside a draft model that
         agreed 99 % of the time, so it was never sent and never learned: an edit that copies its
         input ran at the model's 1.4x where its session guesses give 4.3x."""
-        if match <= 0 or known <= 0:
-            return
+        if match > 0 and known > 0:
+            self._match_evidence(match, known, held)
+
+    def _match_evidence(self, match: int, tried: int, held: int) -> None:
+        """`held` of `tried` free tokens that followed a `match`-token n-gram agreed with the
+        target (a rejection where held < tried), decayed and bounded."""
         b = match_bucket(match)
-        held = min(held, known)
-        succ = self._match_succ[b] * _DECAY + held
-        fail = self._match_fail[b] * _DECAY + (1 if held < known else 0)
+        succ = self._match_succ[b] * _DECAY + min(held, tried)
+        fail = self._match_fail[b] * _DECAY + (1 if held < tried else 0)
         scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
         self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
 
