@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from textual import events
 from textual.widgets import Input
 
 from specterm.tui.screens.choice import ChoiceScreen
@@ -24,6 +25,22 @@ async def test_escape_without_a_suggestion_keeps_typing_in_the_editor(project, s
         assert editor.has_focus
         await pilot.press("z", "z")
         assert editor.text.startswith("zz# Notes")
+
+
+async def test_keys_that_arrive_together_act_in_the_order_they_were_typed(project, settings_for, env):
+    """A cursor key and the characters after it, arriving before the app has handled the first
+    (a fast typist on a busy app; tmux send-keys did it): Textual runs a widget's bindings once
+    the key has bubbled up to the app, and the editor inserted the characters first, on the line
+    the cursor was leaving (`Down End Y` put Y on line 1; ctrl+end then text typed it at the top)."""
+    app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        editor = app.active_editor
+        assert editor.has_focus and editor.cursor_location == (0, 0)
+        for key, char in (("down", None), ("end", None), ("Y", "Y"),
+                          ("ctrl+end", None), ("Z", "Z"), ("ctrl+home", None), ("X", "X")):
+            app.post_message(events.Key(key, char))  # all queued before the first is handled
+        await pilot.pause()
+        assert editor.text == "X# Notes\nY\nNothing here yet.\nZ"
 
 
 async def test_ctrl_t_puts_the_focus_in_the_chat_question_box(project, settings_for, env):

@@ -448,7 +448,24 @@ class CodeEditor(TextArea):
             event.prevent_default()
             self._replace_via_keyboard("\n" + self._next_line_indent(), *self.selection)
             return
+        if await self._run_own_binding(event):
+            return
         await super()._on_key(event)
+
+    async def _run_own_binding(self, event: events.Key) -> bool:
+        """Run the editor's own binding for a key here, in order with the keys it inserts.
+        Textual runs a focused widget's bindings once the key has bubbled up to the app, while
+        TextArea inserts characters at once: keys that arrived together (a fast typist on a busy
+        app; tmux send-keys) had `Down End Y` put Y on the line the cursor was leaving."""
+        if event.is_printable:
+            return False
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.node is not self or not active.enabled or active.binding.priority:
+            return False  # someone else's key (the app's, a screen's): it goes on as before
+        event.stop()
+        event.prevent_default()
+        await self.run_action(active.binding.action)
+        return True
 
     def _next_line_indent(self) -> str:
         """Keep the cursor line's indentation; one level more after an opening `:` or bracket."""
