@@ -201,6 +201,56 @@ async def test_external_changes_reload_clean_buffers_and_ask_for_dirty_ones(proj
         assert "(deleted)" in app.editor_tabs.tab_label(app.active_file)
 
 
+async def test_a_kept_disk_version_is_not_asked_about_again(project, settings_for, env):
+    """After "Keep my edits", a chmod or a rewrite with the same bytes is the same disk version: no
+    second dialog (it used to pop up again on any event for the file, over whatever the user was
+    doing). A new version asks again, and saving still asks before overwriting it."""
+    notes, adders = project / "notes.md", project / "adders.py"
+    app = make_app(settings_for(project), notes, env, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.watcher.ready.is_set())
+        editor = app.active_editor
+        await pilot.press("?")
+        await app.open_file(adders)
+        await wait_for(pilot, lambda: app.active_editor is not editor)
+        other = app.active_editor
+
+        async def seen(action) -> None:
+            """Do `action` to notes.md, then edit adders.py (clean: reloaded) and wait for that: the
+            watcher hands changes over in order, so notes.md's event has been handled too."""
+            action()
+            marker = f"# marker {len(other.text)}\n"
+            adders.write_text(marker + adders.read_text())
+            await wait_for(pilot, lambda: other.text.startswith(marker) or isinstance(app.screen, ChoiceScreen),
+                           timeout=10)
+            await pilot.pause(0.2)
+
+        await seen(lambda: notes.write_text("# Notes\n\nChanged outside.\n"))
+        assert isinstance(app.screen, ChoiceScreen)
+        await pilot.press("escape")  # "Keep my edits"
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        await wait_for(pilot, lambda: other.text.startswith("# marker"), timeout=10)
+
+        await seen(lambda: os.chmod(notes, 0o600))
+        assert not isinstance(app.screen, ChoiceScreen), "asked again about a chmod"
+        await seen(lambda: notes.write_text("# Notes\n\nChanged outside.\n"))
+        assert not isinstance(app.screen, ChoiceScreen), "asked again about the same bytes"
+        assert "?" in editor.text
+
+        await seen(lambda: notes.write_text("# Notes\n\nChanged once more.\n"))
+        assert isinstance(app.screen, ChoiceScreen), "a new disk version must ask"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        await app.open_file(notes)  # its tab again
+        await wait_for(pilot, lambda: app.active_editor is editor)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        assert "Overwrite" in app.screen.question
+        await pilot.press("escape")  # Cancel
+        await pilot.pause(0.1)
+        assert notes.read_text() == "# Notes\n\nChanged once more.\n"
+
+
 async def test_theme_switch_persists_and_a_broken_theme_is_a_notice(project, settings_for, env, tmp_path):
     app = make_app(settings_for(project), project / "adders.py", env)
     await _theme_switch(app)

@@ -26,7 +26,7 @@ from specterm.engine import ContextFile
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
 from ..memory import release_after_reading
-from ..textfile import FileLoadError, TextFile
+from ..textfile import DiskSignature, FileLoadError, TextFile
 from ..themes import SpectermTheme
 from .completion import Completer
 from .document import BlockLines
@@ -60,10 +60,12 @@ class OpenFile:
     pane_id: str
     saved_lines: BlockLines = field(default_factory=BlockLines)
     deleted: bool = False
+    kept_over: DiskSignature | None = None  # the disk version the user kept their edits over
 
     def mark_saved(self) -> None:
         """The buffer as it is now is what the disk holds."""
         self.saved_lines = self.editor.lines.copy()
+        self.kept_over = None
 
     @property
     def saved_text(self) -> str:
@@ -472,10 +474,13 @@ class EditorTabs(Vertical):
             return
         if open_file.pane_id in self._prompting:
             return
-        self._ask_reload(open_file)
+        on_disk = DiskSignature.read(path)
+        if open_file.kept_over is not None and open_file.kept_over.same_content(on_disk):
+            return  # answered already: a chmod or a second event for the same version asks nothing
+        self._ask_reload(open_file, on_disk)
 
     @work(group="ask-reload", exit_on_error=False)
-    async def _ask_reload(self, open_file: OpenFile) -> None:
+    async def _ask_reload(self, open_file: OpenFile, on_disk: DiskSignature | None) -> None:
         self._prompting.add(open_file.pane_id)
         try:
             answer = await self.app.push_screen_wait(
@@ -490,6 +495,7 @@ class EditorTabs(Vertical):
         if answer == "reload":
             self.reload(open_file)
         else:
+            open_file.kept_over = on_disk
             self.notify("Kept your edits; saving will ask before overwriting the disk version.", timeout=5)
 
     def reload(self, open_file: OpenFile) -> None:
