@@ -371,6 +371,10 @@ class SpectermApp(App[int]):
             self.status_model.file_label = f"{row + 1}:{col + 1} {editor.language_label}"
             self.status_bar.mark_dirty()
 
+    def on_chat_pane_leave(self, event: ChatPane.Leave) -> None:
+        """Esc in an idle chat: back to the file, the pane stays open (ctrl+t hides it)."""
+        self._focus_editor()
+
     def on_chat_pane_busy(self, event: ChatPane.Busy) -> None:
         self.completer.blocked_by = "chat" if event.busy else None
 

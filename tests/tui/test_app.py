@@ -141,6 +141,15 @@ async def test_chat_streams_an_answer_and_escape_cancels(project, settings_for, 
         answer = chat.query(".chat-answer").last()
         assert answer.source.strip()  # the Markdown widget received the streamed text
         assert app.completer.blocked_by is None
+        chat_input = chat.query_one("#chat-input")
+        assert app.focused is chat_input  # Esc stopped the answer, the focus stayed
+
+        # Esc with nothing streaming: back to the file; the pane stays open and keys edit the file.
+        await pilot.press("escape")
+        assert app.focused is app.active_editor and chat.display
+        before = app.active_editor.text
+        await pilot.press("z")
+        assert app.active_editor.text != before and chat_input.value == ""
 
 
 async def test_save_is_atomic_and_keeps_newlines_and_mode(project, settings_for, env):

@@ -57,8 +57,11 @@ class ChatPane(Vertical):
     """Conversation log plus a question box."""
 
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel answer", show=False),
+        Binding("escape", "cancel", "Cancel answer, or back to the editor", show=False),
     ]
+
+    class Leave(Message):
+        """Esc with no answer streaming: the user is done here (the app moves the focus back)."""
 
     class Busy(Message):
         """An answer started (busy=True) or ended."""
@@ -89,7 +92,7 @@ class ChatPane(Vertical):
     def compose(self) -> ComposeResult:
         yield VerticalScroll(
             Static("Ask about the code: the file, your selection or the lines around the cursor go "
-                   "along. Enter sends, Esc stops the answer.", classes="chat-hint"),
+                   "along. Enter sends; Esc stops the answer, or goes back to the file.", classes="chat-hint"),
             id="chat-log",
         )
         yield Input(placeholder="Ask about this code…", id="chat-input")
@@ -200,7 +203,9 @@ class ChatPane(Vertical):
             self.post_message(self.Busy(False))
 
     async def action_cancel(self) -> None:
-        if self.streaming and self.engine is not None and not self._cancel_requested:
+        if not self.streaming:
+            self.post_message(self.Leave())
+        elif self.engine is not None and not self._cancel_requested:
             self._cancel_requested = True
             await self.engine.cancel()
 
