@@ -112,6 +112,7 @@ class CompletionConfig:
     max_tokens: int
     multiline: bool
     max_lines: int
+    max_line_suffix: int
     time_budget_ms: int
     predict_ms: int
 
@@ -221,6 +222,7 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "completion.debounce_ms": _at_least(0),
     "completion.max_tokens": _at_least(1),
     "completion.max_lines": _at_least(1),
+    "completion.max_line_suffix": _at_least(0),
     "completion.time_budget_ms": _at_least(0),
     "completion.predict_ms": _at_least(0),
     "chat.max_tokens": _at_least(1),

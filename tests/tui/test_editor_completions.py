@@ -300,3 +300,23 @@ async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, setting
         assert MIN_WINDOW_CHARS <= window.chars <= PREFIX_CHARS
         prefix, suffix = editor.prefix_suffix()
         assert len(app.completer.build_request(prefix, suffix, str(path)).prefix) <= window.chars * STICKY
+
+
+async def test_no_automatic_suggestion_before_much_text_on_the_line(project, settings_for, env):
+    """llama.vim's max_line_suffix: with more than 8 characters after the cursor on its line (here
+    the start of a `def` line, which a model without FIM tokens completes from nothing), a typing
+    pause asks nothing; a few closing characters do not stop it, and the complete key always asks."""
+    app = make_app(settings_for(project), project / "adders.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        editor.focus()
+        editor.move_cursor((4, 0))  # before "def add_two(x):", 15 characters
+        await pilot.pause(1.0)  # twenty typing pauses of 50 ms
+        assert user_requests(app) == 0 and not editor.ghost_text
+        editor.move_cursor((4, len("def add_two(x")))  # "):" follows
+        await wait_for(pilot, lambda: user_requests(app) == 1, timeout=20)
+        editor.move_cursor((8, 0))  # before "def add_three(x):"
+        await pilot.press("ctrl+space")
+        await wait_for(pilot, lambda: user_requests(app) == 2, timeout=20)
+        assert app.completer.log.records[-1].request.suffix.startswith("def add_three(x):")

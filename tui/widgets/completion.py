@@ -31,6 +31,7 @@ class CompletionOptions:
     max_tokens: int = 64
     multiline: bool = True
     max_lines: int = 8
+    max_line_suffix: int = 8  # no automatic suggestion before more text than this on the line
     time_budget_s: float | None = 3.0
     predict_budget_s: float | None = 0.5
 
@@ -42,6 +43,7 @@ class CompletionOptions:
             max_tokens=config.max_tokens,
             multiline=config.multiline,
             max_lines=config.max_lines,
+            max_line_suffix=config.max_line_suffix,
             time_budget_s=config.time_budget_s,
             predict_budget_s=config.predict_budget_s,
         )

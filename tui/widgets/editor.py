@@ -580,6 +580,16 @@ class CodeEditor(TextArea):
         self._debounce = None
         self._start_completion(manual=False)
 
+    def _before_much_text(self) -> bool:
+        """More than `max_line_suffix` characters follow the cursor on its line: a suggestion
+        there would be drawn into the middle of existing code (and from a model without FIM
+        tokens, written without seeing it), so only the complete key asks (llama.vim's rule)."""
+        completer = self.completer
+        if completer is None:
+            return False
+        row, col = self.cursor_location
+        return len(self.document[row][col:].rstrip()) > completer.options.max_line_suffix
+
     def prefix_suffix(self, at: tuple[int, int] | None = None) -> tuple[str, str]:
         """The text before and after the cursor (or `at`) that a completion request sees."""
         row, col = self.cursor_location if at is None else at
@@ -604,7 +614,7 @@ class CodeEditor(TextArea):
             if manual:
                 self.notify("The model is still loading.", severity="warning", timeout=3)
             return
-        if completer.blocked_by and not manual:
+        if not manual and (completer.blocked_by or self._before_much_text()):
             return
         if self._ghost is not None and self._ghost_visible:
             return  # a suggestion is on screen: asking again must not make it vanish
