@@ -383,6 +383,9 @@ async def test_find_selects_the_next_match(project, settings_for, env):
         editor = app.active_editor
         await pilot.press("ctrl+f")
         await pilot.press(*"return")
+        box = app.find_bar.input
+        assert box.has_focus and box.region.height == 1
+        assert "return" in box.render_line(0).text  # the one row shows the text, not a border
         await pilot.press("enter")
         assert editor.selected_text == "return" and editor.selection.start == (1, 4)
         await pilot.press("f3")

@@ -32,6 +32,7 @@ class FindBar(Horizontal):
     FindBar { height: 1; display: none; background: $panel; }
     FindBar.-open { display: block; }
     FindBar Input { border: none; height: 1; padding: 0 1; width: 1fr; }
+    FindBar Input:focus { border: none; }  /* Input:focus draws a tall border: the text had no row */
     FindBar Static { width: auto; padding: 0 1; }
     """
 
