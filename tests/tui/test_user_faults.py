@@ -43,6 +43,26 @@ async def test_keys_that_arrive_together_act_in_the_order_they_were_typed(projec
         assert editor.text == "X# Notes\nY\nNothing here yet.\nZ"
 
 
+async def test_alt_w_from_a_terminal_closes_the_tab_and_types_nothing(project, settings_for, env):
+    """tmux and most terminals over SSH send Alt+W as ESC w, which Textual names alt+w with the
+    printable "w": the editor typed the w and the app's close-tab binding never ran. An Alt chord
+    nobody binds still types its character, as before."""
+    app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_file(project / "adders.py")
+        await wait_for(pilot, lambda: app.active_editor is not None and app.active_editor.path.name == "adders.py")
+        adders = app.active_editor
+        before = adders.text
+        app.post_message(events.Key("alt+q", "q"))  # bound by nobody
+        await pilot.pause()
+        assert adders.text == "q" + before
+        await pilot.press("ctrl+z")
+        app.post_message(events.Key("alt+w", "w"))
+        await wait_for(pilot, lambda: len(app.editor_tabs.files) == 1, timeout=10)
+        assert app.active_editor.path.name == "notes.md" and app.active_editor.text == "# Notes\n\nNothing here yet.\n"
+        assert (project / "adders.py").read_text() == before
+
+
 async def test_ctrl_t_puts_the_focus_in_the_chat_question_box(project, settings_for, env):
     app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
     async with app.run_test(size=(120, 40)) as pilot:  # 120 columns: the chat starts closed
