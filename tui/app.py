@@ -66,9 +66,11 @@ class SpectermApp(App[int]):
         Binding("ctrl+f", "find", "Find"),
         Binding("f3", "find_next", "Find next", show=False),
         Binding("f9", "stats", "Stats"),
-        Binding("alt+w", "close_tab", "Close tab", show=False),
-        Binding("ctrl+pagedown", "cycle_tab(1)", "Next tab", show=False),
-        Binding("ctrl+pageup", "cycle_tab(-1)", "Previous tab", show=False),
+        # Tab keys come first (priority): the editor and the tree scroll sideways on ctrl+pageup/
+        # pagedown, and take ESC w (Alt+W from tmux or over SSH) for a typed "w".
+        Binding("alt+w", "close_tab", "Close tab", show=False, priority=True),
+        Binding("ctrl+pagedown", "cycle_tab(1)", "Next tab", show=False, priority=True),
+        Binding("ctrl+pageup", "cycle_tab(-1)", "Previous tab", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
@@ -385,6 +387,13 @@ class SpectermApp(App[int]):
 
     def action_save(self) -> None:
         self.editor_tabs.save_active()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The tab keys act on the main screen only: under a dialog, or the statistics screen,
+        they must not switch or close the tabs behind it."""
+        if action in ("close_tab", "cycle_tab") and len(self.screen_stack) > 1:
+            return False
+        return super().check_action(action, parameters)
 
     async def action_close_tab(self) -> None:
         await self.editor_tabs.close_active()

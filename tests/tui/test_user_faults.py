@@ -43,23 +43,37 @@ async def test_keys_that_arrive_together_act_in_the_order_they_were_typed(projec
         assert editor.text == "X# Notes\nY\nNothing here yet.\nZ"
 
 
-async def test_alt_w_from_a_terminal_closes_the_tab_and_types_nothing(project, settings_for, env):
-    """tmux and most terminals over SSH send Alt+W as ESC w, which Textual names alt+w with the
-    printable "w": the editor typed the w and the app's close-tab binding never ran. An Alt chord
-    nobody binds still types its character, as before."""
+async def test_the_tab_keys_work_from_the_editor_and_not_under_a_dialog(project, settings_for, env):
+    """ctrl+pageup / ctrl+pagedown scrolled the editor sideways (TextArea's own binding) instead of
+    switching tabs, and Alt+W as tmux and terminals over SSH send it (ESC w: alt+w carrying a
+    printable "w") typed a w instead of closing the tab. Under a dialog they do nothing."""
     app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
     async with app.run_test(size=(120, 40)) as pilot:
+        notes = app.active_editor
         await app.open_file(project / "adders.py")
-        await wait_for(pilot, lambda: app.active_editor is not None and app.active_editor.path.name == "adders.py")
+        await wait_for(pilot, lambda: app.active_editor is not notes)
         adders = app.active_editor
         before = adders.text
-        app.post_message(events.Key("alt+q", "q"))  # bound by nobody
-        await pilot.pause()
-        assert adders.text == "q" + before
-        await pilot.press("ctrl+z")
+        await pilot.press("ctrl+pageup")
+        assert app.active_editor is notes and notes.has_focus
+        await pilot.press("ctrl+pagedown")
+        assert app.active_editor is adders and adders.has_focus
+
+        await pilot.press("x")
+        app.post_message(events.Key("alt+w", "w"))  # unsaved changes: it asks
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), timeout=10)
+        assert "unsaved changes" in app.screen.question and adders.text == "x" + before
+        app.post_message(events.Key("alt+w", "w"))
+        await pilot.press("ctrl+pageup")
+        assert isinstance(app.screen, ChoiceScreen) and app.editor_tabs.active_file.editor is adders
+        await pilot.press("escape")  # Cancel
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        assert len(app.editor_tabs.files) == 2 and adders.text == "x" + before
+
+        await pilot.press("ctrl+pageup")  # notes.md, no edits: closes at once
         app.post_message(events.Key("alt+w", "w"))
         await wait_for(pilot, lambda: len(app.editor_tabs.files) == 1, timeout=10)
-        assert app.active_editor.path.name == "notes.md" and app.active_editor.text == "# Notes\n\nNothing here yet.\n"
+        assert app.active_editor is adders and notes.text == "# Notes\n\nNothing here yet.\n"
         assert (project / "adders.py").read_text() == before
 
 

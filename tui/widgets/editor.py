@@ -68,7 +68,6 @@ from .suggestions import CompletionRecord, Source
 
 # Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
 # that TextArea would insert before any binding ran.
-CHORD_PREFIXES = ("alt+", "ctrl+", "super+", "meta+", "hyper+")  # keys that carry a character but are no typing
 ALTERNATIVE_KEYS = {"alt+right_square_bracket": 1, "alt+n": 1, "alt+left_square_bracket": -1, "alt+p": -1}
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 PREFIX_ROWS, SUFFIX_ROWS = 400, 120  # the rows around the cursor a completion request sees
@@ -449,22 +448,16 @@ class CodeEditor(TextArea):
             event.prevent_default()
             self._replace_via_keyboard("\n" + self._next_line_indent(), *self.selection)
             return
-        # A terminal without the kitty protocol sends Alt+W as ESC w: Textual names it alt+w and
-        # gives it the printable "w", which TextArea typed, so the app's alt+w never ran.
-        chord = event.is_printable and event.key.startswith(CHORD_PREFIXES)
-        if await self._run_own_binding(event, chord):
+        if await self._run_own_binding(event):
             return
-        if chord and event.key in self.screen.active_bindings:
-            event.prevent_default()  # no TextArea insert; the key bubbles up to that binding
-            return
-        await super()._on_key(event)  # (an unbound chord still types its character)
+        await super()._on_key(event)
 
-    async def _run_own_binding(self, event: events.Key, chord: bool = False) -> bool:
+    async def _run_own_binding(self, event: events.Key) -> bool:
         """Run the editor's own binding for a key here, in order with the keys it inserts.
         Textual runs a focused widget's bindings once the key has bubbled up to the app, while
         TextArea inserts characters at once: keys that arrived together (a fast typist on a busy
         app; tmux send-keys) had `Down End Y` put Y on the line the cursor was leaving."""
-        if event.is_printable and not chord:
+        if event.is_printable:
             return False
         active = self.screen.active_bindings.get(event.key)
         if active is None or active.node is not self or not active.enabled or active.binding.priority:
