@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from textual import events
 from textual.widgets import Input
 
@@ -75,6 +77,24 @@ async def test_the_tab_keys_work_from_the_editor_and_not_under_a_dialog(project,
         await wait_for(pilot, lambda: len(app.editor_tabs.files) == 1, timeout=10)
         assert app.active_editor is adders and notes.text == "# Notes\n\nNothing here yet.\n"
         assert (project / "adders.py").read_text() == before
+
+
+@pytest.mark.parametrize("run", range(3))
+async def test_a_file_opened_at_once_keeps_the_focus_for_the_keys_after(project, settings_for, env, run):
+    """A second file opened right after the first (before the first's delayed focus had run): the
+    late focus switched back to the first tab, the newer editor was hidden meanwhile, and Textual
+    moved the focus to the tab strip, where the next keys went nowhere (one run in two here)."""
+    app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_file(project / "adders.py")
+        await wait_for(pilot, lambda: app.active_editor is not None and app.active_editor.path.name == "adders.py")
+        adders = app.active_editor
+        before = adders.text
+        await pilot.press("q")
+        await pilot.pause(0.2)  # what was queued behind the key has run
+        await pilot.press("w")
+        assert app.focused is adders and app.active_editor is adders
+        assert adders.text == "qw" + before
 
 
 async def test_ctrl_t_puts_the_focus_in_the_chat_question_box(project, settings_for, env):

@@ -324,9 +324,17 @@ class EditorTabs(Vertical):
 
     def focus_editor(self, editor: CodeEditor) -> None:
         """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
-        still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere)."""
+        still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere).
+        The second focus is skipped if another tab is active by then: focusing a widget also
+        activates its tab, so a late one switched back to the file opened before, and the hide
+        of the newer tab's editor left the focus on the tab strip, typed keys going nowhere."""
         editor.focus()
-        self.call_after_refresh(editor.focus)
+
+        def again() -> None:
+            if self.active_editor is editor:
+                editor.focus()
+
+        self.call_after_refresh(again)
 
     def refresh_label(self, open_file: OpenFile) -> None:
         try:
