@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .controller import CostModel
-from .drafters import Draft, ModelDrafter
+from .drafters import Draft, ModelDrafter, common_prefix
 from .model import Model
 from .session_drafter import SessionDrafter
 
@@ -169,9 +169,7 @@ class HybridDrafter:
         known = min(len(guess), len(history) - at)
         if known <= 0:
             return
-        held = 0
-        while held < known and guess[held] == history[at + held]:
-            held += 1
+        held = common_prefix(guess[:known], history[at:at + known])
         self._acc["session"].observe(known, held)
         if self.guess_evidence is not None:
             self.guess_evidence(match, known, held)
