@@ -79,6 +79,23 @@ async def test_the_tab_keys_work_from_the_editor_and_not_under_a_dialog(project,
         assert (project / "adders.py").read_text() == before
 
 
+async def test_tab_keys_that_arrive_together_end_on_the_tab_they_add_up_to(project, settings_for, env):
+    """Tab keys queued before the app handled the first (a held or fast-repeated key; CI's busy
+    box right after a file opened): the late report of the focus given by one switch reached the
+    tabs after the next switch and made the earlier tab active again."""
+    app = make_app(settings_for(project, **NO_COMPLETIONS), project / "notes.md", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        notes = app.active_editor
+        await app.open_file(project / "adders.py")
+        await wait_for(pilot, lambda: app.active_editor is not notes and app.active_editor.has_focus)
+        for key in ("ctrl+pageup", "ctrl+pagedown", "ctrl+pageup"):
+            app.post_message(events.Key(key, None))  # all queued before the first is handled
+        await pilot.pause(0.3)
+        assert app.active_editor is notes and notes.has_focus
+        await pilot.press("z")
+        assert notes.text.startswith("z# Notes")
+
+
 @pytest.mark.parametrize("run", range(3))
 async def test_a_file_opened_at_once_keeps_the_focus_for_the_keys_after(project, settings_for, env, run):
     """A second file opened right after the first (before the first's delayed focus had run): the

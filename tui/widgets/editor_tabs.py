@@ -45,6 +45,19 @@ WELCOME = (
 )
 
 
+class FileTabs(TabbedContent):
+    """Textual's tabbed content, except that a focus reported by a pane no longer shown does not
+    switch back to it. Focusing a widget reaches its pane's tab through several message queues;
+    a tab key pressed meanwhile (right after a file opened, on a busy machine) switched to another
+    tab, and then the late report of the opened editor's focus switched back. Every focus here
+    goes to the active tab's editor, so a report from any other pane is stale."""
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        if event.tab_pane.id != self.active:
+            event.stop()
+            event.prevent_default()  # Textual's handler would make that pane active again
+
+
 @dataclass
 class OpenFile:
     """One tab: the file as loaded, its editor, and what was last read from or written to disk.
@@ -122,7 +135,7 @@ class EditorTabs(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
-        tabs = TabbedContent(id="tabs")
+        tabs = FileTabs(id="tabs")
         tabs.display = False  # until a file is open
         yield tabs
 
