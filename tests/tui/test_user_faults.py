@@ -90,8 +90,8 @@ async def test_tab_keys_that_arrive_together_end_on_the_tab_they_add_up_to(proje
         await wait_for(pilot, lambda: app.active_editor is not notes and app.active_editor.has_focus)
         for key in ("ctrl+pageup", "ctrl+pagedown", "ctrl+pageup"):
             app.post_message(events.Key(key, None))  # all queued before the first is handled
-        await pilot.pause(0.3)
-        assert app.active_editor is notes and notes.has_focus
+        await pilot.pause(0.3)  # without a refresh between: a late report has landed by now
+        await wait_for(pilot, lambda: app.active_editor is notes and notes.has_focus, timeout=5)
         await pilot.press("z")
         assert notes.text.startswith("z# Notes")
 
