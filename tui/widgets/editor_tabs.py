@@ -338,9 +338,9 @@ class EditorTabs(Vertical):
     def focus_editor(self, editor: CodeEditor) -> None:
         """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
         still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere).
-        The second focus is skipped if another tab is active by then: focusing a widget also
-        activates its tab, so a late one switched back to the file opened before, and the hide
-        of the newer tab's editor left the focus on the tab strip, typed keys going nowhere."""
+        The second focus is skipped if another tab is active by then: it would put the focus in a
+        hidden editor (`FileTabs` no longer lets that switch back to its tab; before, it did), and
+        the focus left on a hidden widget ends on the tab strip, typed keys going nowhere."""
         editor.focus()
 
         def again() -> None:
