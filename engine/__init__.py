@@ -13,6 +13,7 @@ from .requests import (
     ChatRequest,
     CompletionRequest,
     ContextFile,
+    EditRequest,
     EngineInfo,
     Event,
     Finished,
@@ -32,7 +33,7 @@ from .settings import (
 from .stats import Stats
 
 __all__ = [
-    "BackendUnavailableError", "ChatMessage", "ChatRequest", "CompletionRequest", "ContextFile",
+    "BackendUnavailableError", "ChatMessage", "ChatRequest", "CompletionRequest", "ContextFile", "EditRequest",
     "ContextOverflowError", "DEMO_TARGET", "DraftSettings", "Engine", "EngineError", "EngineInfo",
     "EngineSettings", "Event", "Finished", "GenerateRequest", "ModelLoadError", "ModelSettings",
     "PairingError", "Request", "SamplingSettings", "SpeculativeSettings", "Stats", "StatsUpdate",

@@ -74,7 +74,26 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
 
 
-Request = Union[GenerateRequest, CompletionRequest, ChatRequest]
+@dataclass(frozen=True)
+class EditRequest:
+    """Rewrite `region` (whole lines of a file) as `instruction` asks; the answer replaces it.
+
+    The engine streams the new region's text (code only: no fences, no prose; it ends with a line
+    break when the region did). The region is the prediction a local engine drafts from. An
+    `EditRequest` with an empty instruction given to `Engine.prewarm` reads the whole prompt but
+    the instruction (engine/edit_prompt.py puts it last), so the request that follows reads only
+    the instruction and the answer's start."""
+
+    instruction: str
+    region: str  # the exact text replaced: whole lines, ending "\n" unless at the end of the file
+    before: str = ""  # the file's text before the region (context)
+    after: str = ""  # the file's text after the region (context)
+    path: str | None = None
+    max_tokens: int | None = None  # None: sized from the region (engine/edit_prompt.py)
+    sampling: SamplingSettings | None = None
+
+
+Request = Union[GenerateRequest, CompletionRequest, ChatRequest, EditRequest]
 
 FinishReason = Literal["eos", "length", "stop", "cancelled", "superseded", "busy", "time", "error"]
 

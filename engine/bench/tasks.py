@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..requests import ChatMessage, ChatRequest, CompletionRequest, GenerateRequest, Request
+from ..edit_prompt import LANGUAGES, fence_language
+from ..requests import ChatMessage, ChatRequest, CompletionRequest, EditRequest, GenerateRequest, Request
 
 
 @dataclass(frozen=True)
@@ -128,13 +129,12 @@ def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -
     return BenchTask(name, "completion", req)
 
 
-def _edit(name: str, instruction: str, code: str, lang: str, path: str, max_tokens: int) -> BenchTask:
-    """An edit applied as a rewrite of the file, the way edit-apply tools prompt a model: the file
-    before the change, the change, and the start of the file after it. The answer repeats most of
-    the input, which is where prompt lookup can pay."""
-    prompt = (f"# {path}, before the change\n```{lang}\n{code}```\n\nChange: {instruction}\n\n"
-              f"# {path}, after the change\n```{lang}\n")
-    return BenchTask(name, "edit", GenerateRequest(prompt=prompt, max_tokens=max_tokens, stop=("```",)))
+def _edit(name: str, instruction: str, code: str, path: str, max_tokens: int) -> BenchTask:
+    """An edit of a whole file, as the app and `specterm edit` ask for one (an EditRequest: the
+    same prompt and the same drafting from the original). The answer repeats most of its input,
+    which is where drafting from the original pays."""
+    return BenchTask(name, "edit", EditRequest(instruction=instruction, region=code, path=path,
+                                               max_tokens=max_tokens))
 
 
 def _chat(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
@@ -153,7 +153,7 @@ def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) ->
         BenchTask("continue-class", "continuation",
                   GenerateRequest(prompt=inv.split("    def save")[0] + "    def load(self, path: Path) -> None:\n",
                                   max_tokens=generate_tokens)),
-        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere.", inv, "python",
+        _edit("edit-rename", "Rename the field `quantity` to `count` everywhere.", inv,
               "inventory.py", generate_tokens),
         _chat("chat-rename", "Rename the field `quantity` to `count` everywhere in this code.", inv, "python",
               generate_tokens),
@@ -161,9 +161,9 @@ def builtin_tasks(*, completion_tokens: int = 64, generate_tokens: int = 128) ->
         BenchTask("continue-js", "continuation",
                   GenerateRequest(prompt=_JS + "\nfunction once(fn) {\n", max_tokens=generate_tokens)),
         _edit("edit-docstring", "Say in the docstring what is returned when target is not found.", srch,
-              "python", "search.py", generate_tokens),
+              "search.py", generate_tokens),
         _completion("complete-js-body", _JS, "  let last = 0;\n", completion_tokens, "util.js"),
-        _edit("edit-js-strict", "Add 'use strict'; at the top of the file.", _JS, "javascript", "util.js",
+        _edit("edit-js-strict", "Add 'use strict'; at the top of the file.", _JS, "util.js",
               generate_tokens),
         _chat("chat-js-arrow", "Rewrite these functions with const arrow functions.", _JS, "javascript",
               generate_tokens),
@@ -265,8 +265,6 @@ _REQUIRED = {"edit": ("instruction", "code"), "chat": ("message",), "continuatio
 _OPTIONAL = {"edit": ("lang", "path"), "chat": (), "continuation": (), "fim": ("suffix", "path"),
              "completion": ("suffix", "path")}
 _COMMON = ("name", "kind", "max_tokens", "context")
-_LANGS = {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust",
-          ".c": "c", ".h": "c", ".cpp": "cpp", ".java": "java", ".rb": "ruby", ".sh": "bash"}
 
 
 class TasksFileError(ValueError):
@@ -299,9 +297,11 @@ def _task_from_object(obj: dict, *, line: str, max_tokens: dict[str, int]) -> Be
         raise ValueError('"context" must be a list of strings')
     if kind == "edit":
         path = obj.get("path", "file")
-        lang = obj.get("lang", _LANGS.get(Path(path).suffix.lower(), ""))
+        lang = obj.get("lang")
+        if lang and fence_language(path) != lang:  # the code block's language comes from the path
+            path += next((ext for ext, name in LANGUAGES.items() if name == lang), "")
         code = obj["code"] if obj["code"].endswith("\n") else obj["code"] + "\n"
-        task = _edit(name, obj["instruction"], code, lang, path, limit)
+        task = _edit(name, obj["instruction"], code, path, limit)
     elif kind == "chat":
         msg = ChatMessage("user", obj["message"])
         task = BenchTask(name, "chat", ChatRequest(messages=(msg,), max_tokens=limit))

@@ -35,6 +35,9 @@ from ..session_drafter import SessionDrafter
 from ..session_store import SessionStore
 from ..errors import EngineError, ModelLoadError
 from ..completion import Deadline, InlineStops, ended_completion
+from ..edit_drafter import Prediction, predicting
+from ..edit_prompt import EditText
+from .edit_prompt import build_edit_tokens
 from .fim_prompt import build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
 from .derive import is_derived_pair
@@ -42,6 +45,7 @@ from .pairing import check_pair
 from ..requests import (
     ChatRequest,
     CompletionRequest,
+    EditRequest,
     EngineInfo,
     Event,
     Finished,
@@ -376,7 +380,7 @@ class LocalEngine:
         """Prewarm a completion's prompt start on the worker (engine/speculative.py `prewarm`); it
         yields to any request that arrives meanwhile and stops at `cancel()` or a newer prewarm,
         between pieces of PREWARM_PIECE tokens. Returns what it read (Engine.prewarm)."""
-        if not isinstance(request, CompletionRequest) or self.decoder is None:
+        if not isinstance(request, (CompletionRequest, EditRequest)) or self.decoder is None:
             return None
         self._prewarms += 1
         cancels, number = self._cancels, self._prewarms
@@ -384,7 +388,7 @@ class LocalEngine:
         assert isinstance(read, Stats)
         return read if read.prompt_tokens_decoded > 0 else None
 
-    def prewarm_sync(self, request: CompletionRequest, cancels: int | None = None,
+    def prewarm_sync(self, request: CompletionRequest | EditRequest, cancels: int | None = None,
                      number: int | None = None, *, urgent: bool = False) -> Stats:
         """Decode the start of `request`'s FIM prompt now (the worker; tests); what it read
         (Engine.prewarm). `cancels`, `number`: the cancel() and prewarm() counts when it was
@@ -404,13 +408,18 @@ class LocalEngine:
         if stop():
             return read
         target = self.target
-        fp = build_fim_prompt(target, request, request.max_tokens)
-        read.prompt_tokens = len(fp.tokens)
+        if isinstance(request, EditRequest):  # everything but the instruction
+            et = build_edit_tokens(target, request)
+            tokens, warm = et.tokens, et.warm
+        else:
+            fp = build_fim_prompt(target, request, request.max_tokens)
+            tokens, warm = fp.tokens, fp.warm
+        read.prompt_tokens = len(tokens)
         decode, batch = target.threads
         target.set_threads(decode, batch if urgent else decode)
         t0 = time.perf_counter()
         try:
-            read.prompt_tokens_decoded = self.decoder.prewarm(fp.tokens[: fp.warm], stop=stop,
+            read.prompt_tokens_decoded = self.decoder.prewarm(tokens[: warm], stop=stop,
                                                               piece=PREWARM_PIECE)
         except EngineError:
             self.decoder.forget()  # best effort: the next request decodes everything
@@ -462,13 +471,13 @@ class LocalEngine:
         with self._lock:
             running = self._running
             if isinstance(job.request, CompletionRequest):
-                if running and isinstance(running.request, ChatRequest):
+                if running and isinstance(running.request, (ChatRequest, EditRequest)):
                     return False
                 for old in [running, *self._waiting]:
                     if old and isinstance(old.request, CompletionRequest):
                         old.cancel_reason = "superseded"
                         old.cancel.set()
-            elif isinstance(job.request, ChatRequest):
+            elif isinstance(job.request, (ChatRequest, EditRequest)):
                 if running and isinstance(running.request, CompletionRequest):
                     running.cancel_reason = "superseded"
                     running.cancel.set()
@@ -534,15 +543,24 @@ class LocalEngine:
             raise EngineError("The engine is not loaded.", hint="Call start() (or load()) first.")
         target = self.target
         sampling = request.sampling or self.settings.sampling
-        max_tokens = request.max_tokens
-        stop = tuple(request.stop)
+        max_tokens = request.max_tokens or 0
+        stop = tuple(getattr(request, "stop", ()))
         heal = b""
         keep_indent = False
         stop_tokens: frozenset[int] = frozenset()
         check_text = None
         deadline: Deadline | None = None
         first_rank = 0
-        if isinstance(request, CompletionRequest):
+        edit: EditText | None = None
+        prediction: Prediction | None = None
+        if isinstance(request, EditRequest):
+            et = build_edit_tokens(target, request)
+            tokens, max_tokens = et.tokens, et.max_tokens
+            prediction = Prediction(et.tokens, *et.region)  # the region: what the edit drafts from
+            edit = EditText(request.region, et.prompt.fence)
+            check_text = edit.check
+            on_text = edit.relay(on_text)
+        elif isinstance(request, CompletionRequest):
             fp = build_fim_prompt(target, request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
@@ -576,12 +594,16 @@ class LocalEngine:
             prompt=tokens, max_tokens=max_tokens, sampling=sampling, stop=stop,
             stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft, first_rank=first_rank,
-            prefill_piece=PREFILL_PIECE if isinstance(request, CompletionRequest) else 0,
+            prefill_piece=PREFILL_PIECE if isinstance(request, (CompletionRequest, EditRequest)) else 0,
             stop_prefill=cancelled,
         )
-        result = self.decoder.generate(job)
+        with predicting(self.decoder, prediction, len(tokens)):
+            result = self.decoder.generate(job)
         # What the model wrote is part of the session: a later answer or edit may repeat it.
         self.remember_sync(result.tokens)
+        if edit is not None:
+            edit.finish()  # the held line break, to the same `on_text`
+            result = replace(result, text=edit.text)
         if isinstance(request, CompletionRequest):
             result = replace(result, text=ended_completion(result.text, request, result.reason))
         return result

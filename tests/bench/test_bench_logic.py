@@ -11,7 +11,7 @@ from specterm.engine.bench.costs import Costs
 from specterm.engine.bench.runner import draft_length_histogram, first_divergence, predicted_for
 from specterm.engine.bench.tasks import TASK_KINDS, builtin_tasks, collect_files, fim_tasks
 from specterm.engine.bench.theory import expected_tokens, fit_acceptance, geometric_mean, predicted_speedup
-from specterm.engine.requests import CompletionRequest
+from specterm.engine.requests import CompletionRequest, EditRequest
 from specterm.engine.stats import Stats
 
 
@@ -135,10 +135,10 @@ def test_edit_tasks_carry_the_code_they_edit():
     kinds = set()
     for t in builtin_tasks():
         kinds.add(t.kind)
-        if t.kind == "edit":  # applied as a rewrite: the file before, the change, the file after
-            before, after = t.request.prompt.split("Change: ")
-            assert before.count("```") == 2 and len(before) > 200
-            assert after.rstrip("\n").endswith(("```python", "```javascript")) and t.request.stop == ("```",)
+        if t.kind == "edit":  # the app's edit request: the whole file rewritten as instructed
+            assert isinstance(t.request, EditRequest) and t.request.instruction.strip()
+            assert len(t.request.region) > 200 and t.request.region.endswith("\n")
+            assert t.request.path.endswith((".py", ".js"))
         if t.kind == "chat":
             (msg,) = t.request.messages
             assert msg.role == "user" and "```" in msg.content and len(msg.content) > 200

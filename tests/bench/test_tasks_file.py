@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specterm.engine.bench.tasks import TasksFileError, parse_tasks_file
-from specterm.engine.requests import ChatRequest, CompletionRequest, GenerateRequest
+from specterm.engine.requests import ChatRequest, CompletionRequest, EditRequest, GenerateRequest
 
 from bench_support import TINY
 
@@ -35,8 +35,8 @@ def test_every_kind_parses_with_its_request_type_and_defaults():
     tasks = parse_tasks_file(_lines(*GOOD), source="t.jsonl", max_tokens={"chat": 11, "fim": 7})
     assert [(t.name, t.kind) for t in tasks] == [(g["name"], g["kind"]) for g in GOOD]
     edit, chat, cont, fim, comp = tasks
-    assert isinstance(edit.request, GenerateRequest) and "Rename x to y." in edit.request.prompt
-    assert "```python\nx = 1\nprint(x)\n```" in edit.request.prompt  # lang guessed from the path
+    assert isinstance(edit.request, EditRequest) and edit.request.instruction == "Rename x to y."
+    assert edit.request.region == "x = 1\nprint(x)\n" and edit.request.path == "a.py"
     assert edit.request.max_tokens == 6 and edit.context == ("def helper():\n    pass\n",)
     assert isinstance(chat.request, ChatRequest) and chat.request.max_tokens == 11  # the kind's default
     assert chat.request.messages[0].content == "What is 2 + 2?"

@@ -1,0 +1,241 @@
+"""The edit prompt and the rules for an edit's answer: one place for every backend and the bench.
+
+An `EditRequest` asks the model to rewrite a region of a file. The prompt is a conversation in
+the model's own chat template (plain text where it has none):
+
+    system:    what an edit answer is (the new code only, in one code block)
+    user:      the file's path; the code before and after the region (context); the region in a
+               code block; last, the instruction
+    assistant: the answer is started as a code block, so what the model writes is code
+
+The instruction comes last so that everything before it can be read ahead (Engine.prewarm with an
+empty instruction) while the user is still typing it. The prompt is a list of pieces: the
+template's own text, and the user's texts (file text, instruction) between them. A local engine
+tokenizes each piece on its own (the template's with special tokens parsed, the user's without:
+a file that contains `<|im_end|>` stays text), so the pieces before the instruction tokenize the
+same whatever the instruction is, and the region's tokens are known: the drafter follows them
+(engine/edit_drafter.py).
+
+The answer's rules (`EditText`): an opening code fence is dropped, a closing one ends the answer,
+and the answer keeps the region's trailing line break convention (it ends with a line break
+exactly when the region did; blank lines the model wrote before its closing fence stay when the
+region ends with a line break).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Callable, Literal
+
+from .completion import cut_text
+from .requests import EditRequest
+
+SYSTEM = ("You edit code. You are given part of a file and an instruction. Answer with the whole "
+          "new version of that part only: code in one code block, no explanation.")
+# The answer's length when the request gives none: the region rewritten twice over, plus room for
+# what an instruction adds to a short region.
+MAX_TOKENS_FACTOR = 2
+MAX_TOKENS_SLACK = 64
+OVERHEAD_TOKENS = 160  # the template's text and the system message, counted generously
+# Room kept for the instruction whatever its length, so a prewarm (no instruction yet) fits the
+# context exactly as the request that follows does and reads the same prompt start.
+INSTRUCTION_ROOM = 256
+AFTER_SHARE = 4  # the text after the region gets at most 1/4 of the context budget
+
+LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".jsx": "jsx",
+             ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".c": "c", ".h": "c",
+             ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".java": "java", ".kt": "kotlin",
+             ".swift": "swift", ".rb": "ruby", ".php": "php", ".lua": "lua", ".sh": "bash",
+             ".zig": "zig", ".cs": "csharp", ".scala": "scala", ".sql": "sql", ".toml": "toml",
+             ".yaml": "yaml", ".yml": "yaml", ".md": "markdown", ".html": "html", ".css": "css",
+             ".json": "json"}
+
+
+def fence_language(path: str | None) -> str:
+    """The code block's language tag for a file (empty when unknown)."""
+    return LANGUAGES.get(PurePath(path).suffix.lower(), "") if path else ""
+
+
+def fence_for(*texts: str) -> str:
+    """A code fence longer than any run of backticks in `texts` (at least three), so the region's
+    own backticks never close its block."""
+    longest = max((len(m) for t in texts for m in re.findall(r"`+", t)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def default_max_tokens(region_tokens: int) -> int:
+    return MAX_TOKENS_FACTOR * region_tokens + MAX_TOKENS_SLACK
+
+
+PieceKind = Literal["template", "text", "region", "instruction"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    kind: PieceKind  # "template": the prompt's own words; the rest: the user's text
+    text: str
+
+
+@dataclass(frozen=True)
+class EditPrompt:
+    """The prompt as pieces. `system`, `user` (a list of pieces, the instruction last) and
+    `answer_start` (the assistant's first words: the opening fence)."""
+
+    system: str
+    user: tuple[Piece, ...]
+    answer_start: str
+    fence: str
+
+    def user_text(self) -> str:
+        return "".join(p.text for p in self.user)
+
+
+def fit_context(req: EditRequest, room: int, count: Callable[[str], int]) -> tuple[str, str]:
+    """(before, after) cut to at most `room` tokens by `count`, nearest the region kept: the
+    text after gets at most 1/AFTER_SHARE of the room (its start), the text before the rest (its
+    end)."""
+    before, after = req.before, req.after
+    if room <= 0:
+        return "", ""
+    n_after = count(after) if after else 0
+    if n_after > room // AFTER_SHARE:
+        after = _cut_to(after, room // AFTER_SHARE, "start", count)
+        n_after = count(after) if after else 0
+    left = room - n_after
+    if before and count(before) > left:
+        before = _cut_to(before, left, "end", count)
+    return before, after
+
+
+def _cut_to(text: str, limit: int, keep: Literal["start", "end"], count: Callable[[str], int]) -> str:
+    for _ in range(8):
+        if not text or limit <= 0:
+            return ""
+        n = count(text)
+        if n <= limit:
+            return text
+        text = cut_text(text, limit / n * 0.95, keep)
+    return ""
+
+
+def build_edit_prompt(req: EditRequest, before: str, after: str) -> EditPrompt:
+    """The prompt for `req`, with the context already fitted (`fit_context`)."""
+    lang = fence_language(req.path)
+    fence = fence_for(req.region, before, after)
+    region = req.region if req.region.endswith("\n") or not req.region else req.region + "\n"
+    pieces: list[Piece] = [Piece("template", f"File: {req.path or 'untitled'}\n\n")]
+    if before:
+        tail = "" if before.endswith("\n") else "\n"
+        pieces += [Piece("template", f"The code before the part to edit:\n{fence}{lang}\n"),
+                   Piece("text", before), Piece("template", f"{tail}{fence}\n\n")]
+    if after:
+        tail = "" if after.endswith("\n") else "\n"
+        pieces += [Piece("template", f"The code after the part to edit:\n{fence}{lang}\n"),
+                   Piece("text", after), Piece("template", f"{tail}{fence}\n\n")]
+    pieces += [Piece("template", f"The part to edit:\n{fence}{lang}\n"), Piece("region", region),
+               Piece("template", fence),
+               Piece("template", "\n\nRewrite the part to edit as the instruction says.\nInstruction:\n"),
+               Piece("instruction", req.instruction)]
+    return EditPrompt(SYSTEM, tuple(pieces), f"{fence}{lang}\n", fence)
+
+
+class EditText:
+    """An edit's answer text as it streams, made clean (the module docstring's rules): `feed` a
+    piece of what the model wrote, get what may be shown now; `done` once the closing fence came;
+    `finish` gives the rest. The pieces returned add up to `text`, the whole new region."""
+
+    def __init__(self, region: str, fence: str = "```") -> None:
+        self.ends_with_newline = region.endswith("\n") or not region
+        self.fence = fence[:3]  # any fence of 3+ backticks at a line's start closes the block
+        self.text = ""
+        self.done = False
+        self._line = ""  # the current line, not shown yet while it may be a fence
+        self._newlines = ""  # line breaks at the end, held until text follows them
+        self._first = True  # the current line is the answer's first
+        self._sink: Callable[[str], None] | None = None
+
+    def relay(self, sink: Callable[[str], None] | None) -> Callable[[str], None]:
+        """A callback that feeds this and passes what may be shown to `sink`, `finish`'s
+        rest included."""
+        self._sink = sink
+
+        def feed(piece: str) -> None:
+            shown = self.feed(piece)
+            if shown and sink is not None:
+                sink(shown)
+
+        return feed
+
+    def check(self, _text: str) -> str | None:
+        """A decoder's stop check: "stop" once the closing fence came."""
+        return "stop" if self.done else None
+
+    def feed(self, piece: str) -> str:
+        if self.done or not piece:
+            return ""
+        out: list[str] = []
+        for part in re.split(r"(\n)", piece):
+            if not part:
+                continue
+            if part == "\n":
+                self._end_line(out)
+            else:
+                self._line += part
+                if not self._maybe_fence(self._line):
+                    out.append(self._flush_line())
+            if self.done:
+                break
+        shown = "".join(out)
+        self.text += shown
+        return shown
+
+    def _maybe_fence(self, line: str) -> bool:
+        """The line could still be (or is) a code fence: held."""
+        stripped = line.lstrip(" \t")
+        return stripped.startswith(self.fence) or (not stripped or self.fence.startswith(stripped))
+
+    def _flush_line(self) -> str:
+        shown = self._newlines + self._line
+        self._newlines, self._line, self._first = "", "", False
+        return shown
+
+    def _end_line(self, out: list[str]) -> None:
+        line = self._line
+        if line.lstrip(" \t").startswith(self.fence):
+            if self._first and not self.text and not self._newlines:  # an opening fence: dropped
+                self._line, self._first = "", False
+                return
+            self._line = ""
+            self.done = True
+            return
+        if line:
+            out.append(self._flush_line())
+        else:
+            self._first = False
+        self._newlines += "\n"
+
+    def finish(self) -> str:
+        """What is left to show once the answer has ended (by its fence, its end or a cut)."""
+        shown = ""
+        if self._line and not self._line.lstrip(" \t").startswith(self.fence[:1]):
+            shown = self._flush_line()
+        self._line = ""
+        if self.ends_with_newline:
+            whole = self.text + shown
+            shown += self._newlines or ("\n" if whole and not whole.endswith("\n") else "")
+        self._newlines = ""
+        self.text += shown
+        self.done = True
+        if shown and self._sink is not None:
+            self._sink(shown)
+        return shown
+
+
+def clean_edit_text(raw: str, region: str, fence: str = "```") -> str:
+    """A whole answer made clean at once (a backend that did not stream it)."""
+    t = EditText(region, fence)
+    t.feed(raw)
+    t.finish()
+    return t.text
