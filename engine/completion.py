@@ -21,7 +21,9 @@ sees, and single-line mode is the same rule with a cap of one.
 Then: the suggestion ends at the end of the cursor's block (a line indented less than the cursor's
 line; at the end of a line that has code, the block of the suggestion's first new line when that
 steps out to an enclosing block, never to the top level: after `return v` that ends an `if`, the
-code goes on in the function, and Tab on such a suggestion must be followed by the next one), and
+code goes on in the function, and Tab on such a suggestion must be followed by the next one), or
+at a new definition (`def`, `class`, a decorator, `function`, `fn`, ...) at the block's level or
+above after a blank line (the next function is not this block's business), and
 at a line that repeats the line after the cursor; text that merely repeats what follows
 the cursor is dropped; trailing blank lines go; when the cursor sits at the end of a line's
 indentation, the suggestion adds no more blanks there (the user's indentation wins).
@@ -36,6 +38,7 @@ first lines are what the user reads and takes; the rest follows from the prefetc
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal
@@ -199,6 +202,14 @@ def lead_in(lines: list[str]) -> int:
     return 1 if len(lines) > 1 and not lines[0].strip() else 0
 
 
+# The start of a new definition (Python, JavaScript/TypeScript, Rust, Go): after a blank line, at
+# the level of the cursor's block or above, it ends the suggestion.
+_DEFINITION = re.compile(
+    r"(?:@|(?:async\s+)?def\s|class\s|(?:export\s+(?:default\s+)?)?(?:async\s+)?function\b"
+    r"|(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?fn\s|func\s|impl\b)"
+)
+
+
 class InlineStops:
     """The rules above as a stop check on a growing text, so generation ends as soon as the
     suggestion is complete: the line cap, the end of the cursor's block, and a line that repeats
@@ -220,16 +231,31 @@ class InlineStops:
                 return line_indent(first)
         return self.block_indent
 
+    def block_end(self, lines: list[str]) -> int | None:
+        """The index of the first of a suggestion's `lines` past the cursor's block (never the
+        first line): one indented less than the block, or a new definition at the block's level
+        or above after a blank line (the next function, class or decorator: not this block's
+        business, and without its body it is half a suggestion). None: all of them belong."""
+        block = self.block_for(lines)
+        for i in range(1, len(lines)):
+            ln = lines[i]
+            if not ln.strip():
+                continue
+            indent = line_indent(ln)
+            if indent < block:
+                return i
+            if indent <= block and not lines[i - 1].strip() and _DEFINITION.match(ln, indent):
+                return i
+        return None
+
     def __call__(self, text: str) -> str | None:
         if "\n" not in text:
             return None
         done = text.split("\n")[:-1]  # lines completed so far
         if len(done) - lead_in(done + [""]) >= self.line_cap:
             return "stop"
-        block = self.block_for(done)
-        for ln in done[1:]:
-            if ln.strip() and line_indent(ln) < block:
-                return "stop"
+        if self.block_end(done) is not None:
+            return "stop"
         if self.next_lines and len(done) >= 2 and done[-1].strip() and \
                 done[-1].strip() == self.next_lines[0].strip():
             return "stop"
@@ -303,12 +329,8 @@ def finish_completion(text: str, req: CompletionRequest) -> str:
     lines = text.split("\n")
     lead = lead_in(lines)
     lines = lines[: lead + stops.line_cap]
-    keep = [lines[0]]
-    block = stops.block_for(lines)
-    for ln in lines[1:]:
-        if ln.strip() and line_indent(ln) < block:
-            break
-        keep.append(ln)
+    end = stops.block_end(lines)
+    keep = lines[:end] if end is not None else lines
     while len(keep) > 1 and not keep[-1].strip():
         keep.pop()
     if cursor_in_indentation(req.prefix):
