@@ -59,8 +59,8 @@ def fence_language(path: str | None) -> str:
 
 
 def fence_for(*texts: str) -> str:
-    """A code fence longer than any run of backticks in `texts` (at least three), so the region's
-    own backticks never close its block."""
+    """A code fence longer than any run of backticks in `texts` (at least three), so the file's
+    own backticks never close a block (the whole file's: a prewarm and its request agree)."""
     longest = max((len(m) for t in texts for m in re.findall(r"`+", t)), default=0)
     return "`" * max(3, longest + 1)
 
@@ -123,7 +123,7 @@ def _cut_to(text: str, limit: int, keep: Literal["start", "end"], count: Callabl
 def build_edit_prompt(req: EditRequest, before: str, after: str) -> EditPrompt:
     """The prompt for `req`, with the context already fitted (`fit_context`)."""
     lang = fence_language(req.path)
-    fence = fence_for(req.region, before, after)
+    fence = fence_for(req.region, req.before, req.after)
     region = req.region if req.region.endswith("\n") or not req.region else req.region + "\n"
     pieces: list[Piece] = [Piece("template", f"File: {req.path or 'untitled'}\n\n")]
     if before:
@@ -148,7 +148,7 @@ class EditText:
 
     def __init__(self, region: str, fence: str = "```") -> None:
         self.ends_with_newline = region.endswith("\n") or not region
-        self.fence = fence[:3]  # any fence of 3+ backticks at a line's start closes the block
+        self.fence = fence  # a line that starts with it closes the block
         self.text = ""
         self.done = False
         self._line = ""  # the current line, not shown yet while it may be a fence

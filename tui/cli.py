@@ -33,6 +33,7 @@ EXIT_INTERRUPTED = 130
 # Headless subcommands, in the order `specterm --help` lists them. One module each.
 COMMAND_MODULES = [
     "specterm.tui.commands.complete",
+    "specterm.tui.commands.edit",
     "specterm.tui.commands.generate",
     "specterm.tui.commands.doctor",
     "specterm.tui.commands.pull", "specterm.tui.commands.models",

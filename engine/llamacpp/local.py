@@ -5,9 +5,9 @@ time; asyncio callers receive events through a queue. Who yields when two reques
 
 - an inline completion supersedes a completion that is still running or waiting (the editor only
   wants the newest cursor position);
-- a chat request supersedes a running completion (the user asked explicitly; the editor asks again
-  after the next typing pause);
-- a completion that arrives while a chat answer is being generated is answered at once with
+- a chat or edit request supersedes a running completion (the user asked explicitly; the editor
+  asks again after the next typing pause);
+- a completion that arrives while a chat answer or an edit is being generated is answered at once with
   `Finished(reason="busy")` and never interrupts the chat;
 - plain `generate` requests queue in order.
 

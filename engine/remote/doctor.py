@@ -23,6 +23,10 @@ from .settings import RemoteSettings, ServerInfo
 
 PROBE_PROMPT = "def add(a, b):\n    "
 PROBE_TOKENS = 16
+# What an edit (engine/edit_prompt.py) gets on a server: the same prompt, but the server cannot take
+# the region as a prediction, so it decodes plainly (or with its own drafter).
+EDITS_NOTE = ("plain decoding: the server cannot draft from the code being replaced "
+              "(the local backend does)")
 
 
 @dataclass
@@ -71,6 +75,7 @@ class RemoteReport:
             "server": asdict(self.server) if self.server else None,
             "drafting": self.drafting,
             "round_trip": asdict(self.round_trip) if self.round_trip else None,
+            "edits": EDITS_NOTE,
         }
 
     def write(self, out: TextIO) -> None:
@@ -97,6 +102,7 @@ class RemoteReport:
             out.write(f"  {'also serves':<12}{', '.join(m for m in srv.models if m != srv.model)}\n")
         drafting = self.drafting
         out.write(f"  {'drafting':<12}{'unknown (not reported by server)' if drafting is None else ('yes' if drafting else 'no')}\n")
+        out.write(f"  {'edits':<12}{EDITS_NOTE}\n")
         rt = self.round_trip
         if rt is not None:
             first = f"first token {rt.first_token_s * 1000:.0f} ms, " if rt.first_token_s is not None else ""

@@ -14,6 +14,9 @@ What it speaks:
   tokens and repo-level context) where the server has it, else `/v1/completions` with a FIM prompt
   from a known template for the model family (`templates`); either way the prompt is cut to the
   token budget of the server's context (its tokenize endpoint counts; a safe estimate otherwise);
+* an edit (`EditRequest`) -> `POST /v1/chat/completions` with the prompt of engine/edit_prompt.py
+  and its answer rules; plain decoding as far as specterm can tell (a server cannot take the
+  region as a prediction: drafting from the original is the local engine's);
 * cancellation closes the stream: llama-server and vLLM stop generating when the client goes away.
 
 Failures (`client`): connecting retries a bounded number of times with exponential backoff and
@@ -48,10 +51,13 @@ from ..completion import (
     prompt_budget,
     without_cursor_indentation,
 )
+from ..edit_prompt import (INSTRUCTION_ROOM, OVERHEAD_TOKENS, EditText, build_edit_prompt,
+                           default_max_tokens, fence_for, fit_context)
 from ..errors import BackendUnavailableError, EngineError
 from ..requests import (
     ChatRequest,
     CompletionRequest,
+    EditRequest,
     EngineInfo,
     Event,
     Finished,
@@ -260,8 +266,12 @@ class RemoteEngine:
         assert self.server is not None
         model = self.server.model
         common = {"stream": True, **self._sampling_fields(request.sampling)}
-        if request.stop:
+        if getattr(request, "stop", ()):
             common["stop"] = list(request.stop)
+        if isinstance(request, EditRequest):
+            messages, max_tokens = self._edit_messages(request)
+            body = {"model": model, "messages": messages, "max_tokens": max_tokens, **common, **self._extras()}
+            return "/v1/chat/completions", body, "chat"
         if isinstance(request, ChatRequest):
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
             body = {"model": model, "messages": messages, "max_tokens": request.max_tokens, **common, **self._extras()}
@@ -291,6 +301,17 @@ class RemoteEngine:
         body = {"model": model, "prompt": fim_prompt_text(template, fim, request.path),
                 "max_tokens": request.max_tokens, **common, **self._extras()}
         return "/v1/completions", body, "text"
+
+    def _edit_messages(self, request: EditRequest) -> tuple[list[dict[str, str]], int]:
+        """The edit prompt as chat messages (the server applies its template), context cut to
+        the server's context by the safe estimate, and the answer's token limit."""
+        region = estimate_tokens(request.region)
+        max_tokens = request.max_tokens or default_max_tokens(region)
+        n_ctx = (self.server.n_ctx if self.server else None) or self.settings.n_ctx
+        room = n_ctx - max_tokens - region - max(INSTRUCTION_ROOM, estimate_tokens(request.instruction)) - OVERHEAD_TOKENS
+        prompt = build_edit_prompt(request, *fit_context(request, room, estimate_tokens))
+        return [{"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user_text()}], max_tokens
 
     async def _open_reply(self, request: Request) -> _Reply:
         """Send the request; a llama-server without /infill for this model falls back to a FIM
@@ -423,6 +444,9 @@ class RemoteEngine:
             return
         run.response = opened.response
         stops = InlineStops(request) if is_fim else None
+        # an edit's answer made clean as it streams (its fences dropped; the closing one ends it)
+        edit = EditText(request.region, fence_for(request.region, request.before, request.after)) \
+            if isinstance(request, EditRequest) else None
         framer = SseFramer()
         lines = opened.response.aiter_lines()
         reason: FinishReason | None = None
@@ -463,8 +487,12 @@ class RemoteEngine:
                         state.first_token_at = time.monotonic()
                         if deadline is not None:
                             deadline.writing()  # the server has read the prompt
-                    yield TextDelta(delta)
+                    shown = edit.feed(delta) if edit is not None else delta
+                    if shown:
+                        yield TextDelta(shown)
                     if stops is not None and stops(state.text):
+                        reason = state.reason = "stop"
+                    if edit is not None and edit.done:
                         reason = state.reason = "stop"
                 if state.done and opened.fmt == "native":
                     reason = state.reason or "eos"
@@ -484,6 +512,11 @@ class RemoteEngine:
         stats = self._stats(state, delta_counters)
         self._session.merge(stats)
         text = ended_completion(state.text, request, reason) if is_fim else state.text
+        if edit is not None:
+            tail = edit.finish()
+            if tail:
+                yield TextDelta(tail)
+            text = edit.text
         yield Finished(reason=reason, text=text, stats=stats, error=error)
 
     def _failed(self, state: ReplyState, message: str) -> tuple[FinishReason, str]:

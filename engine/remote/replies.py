@@ -33,7 +33,7 @@ class ReplyState:
             self.reason = "length"
         elif finish == "stop":
             # OpenAI's "stop" covers both end-of-sequence and a stop string
-            self.reason = "stop" if self.request.stop else "eos"
+            self.reason = "stop" if getattr(self.request, "stop", ()) else "eos"
         else:
             self.reason = "eos"
 
