@@ -16,8 +16,15 @@ class EngineError(Exception):
         self.message = message
         self.hint = hint
 
-    def __str__(self) -> str:  # message first, then what to do
-        return f"{self.message}\n{self.hint}" if self.hint else self.message
+    def __str__(self) -> str:  # message first, then what to do, as separate sentences
+        return f"{end_sentence(self.message)}\n{self.hint}" if self.hint else self.message
+
+
+def end_sentence(text: str) -> str:
+    """`text` ending in a full stop (or its own ! ? :), so a sentence that follows it does not run on
+    ("3 attempts in 1.6 s. Start the server", not "... 1.6 s Start the server")."""
+    text = text.rstrip()
+    return text if not text or text.endswith((".", "!", "?", ":")) else text + "."
 
 
 class ModelLoadError(EngineError):

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence
 
-from specterm.engine.errors import EngineError
+from specterm.engine.errors import EngineError, end_sentence
 
 from .commands.common import UsageError
 from .config import ConfigError, Settings, load_settings
@@ -223,8 +223,11 @@ def _interrupted() -> int:
 
 
 def one_line(message: str) -> str:
-    """A user-facing message (what went wrong, then what to do) as the one line a script reads."""
-    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+    """A user-facing message (what went wrong, then what to do) as the one line a script reads; a
+    line that a new sentence follows ends with a full stop, so the two do not run together."""
+    parts = [part.strip() for part in message.splitlines() if part.strip()]
+    return " ".join(end_sentence(part) if nxt[:1].isupper() else part
+                    for part, nxt in zip(parts, [*parts[1:], ""]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

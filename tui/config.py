@@ -32,7 +32,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from specterm.engine.errors import EngineError
+from specterm.engine.errors import EngineError, end_sentence
 from specterm.engine.settings import (
     DEMO_TARGET,
     DraftSettings,
@@ -624,6 +624,14 @@ def _untrusted(values: dict[str, Any], path: Path) -> dict[str, Any]:
     return values
 
 
+def set_in(origin: str) -> str:
+    """The note after a value that says where it was set: ' (set in FILE)', ' (set on the command
+    line)', or nothing for a built-in default (a value nobody set has no source worth naming)."""
+    if origin == BUILTIN_LABEL:
+        return ""
+    return f" (set on {origin})" if origin == COMMAND_LINE else f" (set in {origin})"
+
+
 def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) -> None:
     """Rules that involve two keys."""
     pairs = [
@@ -643,8 +651,8 @@ def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) ->
         try:
             normalise_url(merged["engine.url"])
         except EngineError as err:
-            origin = origins.get("engine.url", BUILTIN_LABEL)
-            raise ConfigError(f"{err.message} (set in {origin}). {err.hint or ''}".strip()) from None
+            where = set_in(origins.get("engine.url", BUILTIN_LABEL))
+            raise ConfigError(f"{end_sentence(err.message + where)} {err.hint or ''}".strip()) from None
 
 
 def check_model_files(settings: Settings) -> None:
@@ -658,13 +666,11 @@ def check_model_files(settings: Settings) -> None:
         origin = settings.origin(key)
         keywords = " or ".join(f'"{k}"' for k in PATH_KEYS[key])
         if not value.strip():
-            raise ConfigError(f"'{key}' is empty (set in {origin}). Give a GGUF file path or {keywords}.")
+            raise ConfigError(f"'{key}' is empty{set_in(origin)}. Give a GGUF file path or {keywords}.")
         if not os.path.exists(value):
             raise ConfigError(
-                f"'{key}' names a model file that does not exist: {value}\n"
-                f"(set in {origin}). Fix the path, or set {key.rpartition('.')[2]} = {keywords}."
+                f"'{key}' names a model file that does not exist: {value}{set_in(origin)}.\n"
+                f"Fix the path, or set {key.rpartition('.')[2]} = {keywords}."
             )
         if os.path.isdir(value):
-            raise ConfigError(
-                f"'{key}' names a folder, not a GGUF file: {value}\n(set in {origin})."
-            )
+            raise ConfigError(f"'{key}' names a folder, not a GGUF file: {value}{set_in(origin)}.")

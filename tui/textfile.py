@@ -70,11 +70,7 @@ class TextFile:
             raise FileLoadError(f"{path}: is a folder, not a file.") from None
         except OSError as err:
             raise FileLoadError(f"{path}: cannot be read ({err.strerror}).") from None
-        if b"\0" in data[:BINARY_SNIFF]:
-            raise FileLoadError(f"{path}: looks like a binary file; specterm edits text files only.")
-        text, encoding = decode(data)
-        newline = detect_newline(text)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text, encoding, newline = read_text(data, path)
         return cls(path, text, encoding, newline, DiskSignature.of_bytes(data, st))
 
     def take_text(self) -> str:
@@ -101,6 +97,16 @@ class TextFile:
         data = self.encode(text)
         write_atomic(self.path, data)
         self.signature = DiskSignature.of_bytes(data, self.path.stat())
+
+
+def read_text(data: bytes, name: object) -> tuple[str, str, str]:
+    """A file's bytes as specterm reads text everywhere (the editor, `specterm complete`): the text
+    with "\n" newlines, its encoding and newline style; a FileLoadError naming `name` for binary."""
+    if b"\0" in data[:BINARY_SNIFF]:
+        raise FileLoadError(f"{name}: looks like a binary file; specterm reads text files only.")
+    text, encoding = decode(data)
+    newline = detect_newline(text)
+    return text.replace("\r\n", "\n").replace("\r", "\n"), encoding, newline
 
 
 def decode(data: bytes) -> tuple[str, str]:

@@ -81,6 +81,7 @@ class PairReport:
     # The draft holds the target's own model in a lower-bit type (`specterm models derive`):
     # same vocabulary by construction. None when there is no draft model to compare.
     derived_draft: bool | None = None
+    draft_problem: str | None = None  # why the configured draft file could not be read
     problems: list[str] = field(default_factory=list)  # the pair cannot work
     warnings: list[str] = field(default_factory=list)  # it works, but could do better
 
@@ -119,11 +120,13 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
         _load(target_settings, "target", problems) if target_settings.path != DEMO_TARGET else None
     )
     draft_model = None
+    draft_problem: str | None = None
     if settings.draft.kind == "model":
         if settings.draft.model is None:
             problems.append("The drafter is a model but no draft file is configured ([model] draft).")
         else:
             draft_model = _load(settings.draft.model, "draft model", problems)
+            draft_problem = problems[-1] if draft_model is None else None
 
     try:
         target = _describe(target_model, "target", settings.target, gpu) if target_model else None
@@ -165,6 +168,7 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
         vocab_compatible=vocab_compatible,
         memory=memory,
         derived_draft=derived,
+        draft_problem=draft_problem,
         problems=problems,
         warnings=warnings,
     )

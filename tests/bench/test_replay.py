@@ -56,9 +56,11 @@ def _clean_error(r, needle: str) -> None:
 def test_replay_bad_input_exits_2_with_one_line(bench, tmp_path: Path):
     _clean_error(bench("--replay", str(tmp_path / "missing.py")), "no such file")
     (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4)
-    _clean_error(bench("--replay", str(tmp_path / "blob.bin")), "not UTF-8 text")
+    _clean_error(bench("--replay", str(tmp_path / "blob.bin")), "looks like a binary file")
     (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
-    _clean_error(bench("--replay", str(tmp_path / "nul.py")), "not a text file")
+    _clean_error(bench("--replay", str(tmp_path / "nul.py")), "looks like a binary file")
+    (tmp_path / "late-nul.py").write_bytes(b"x = 1\n" * 2000 + b"\x00\n")  # past the editor's binary sniff
+    _clean_error(bench("--replay", str(tmp_path / "late-nul.py")), "not a text file")
     (tmp_path / "empty.py").write_text("\n\n")
     _clean_error(bench("--replay", str(tmp_path / "empty.py")), "nothing to type")
     (tmp_path / "ok.py").write_text(SMALL)

@@ -1,6 +1,6 @@
 """Bad input to every headless command and to the config keys, through the installed `specterm`:
 exit 2, exactly one line on stderr, no traceback — invalid URLs and ports, paths that are folders,
-missing or unreadable files, non-UTF-8 text, huge files, bad values and bad usage. Every case fails
+missing or unreadable files, binary files, huge files, bad values and bad usage. Every case fails
 before any model loads or any server is contacted."""
 
 from __future__ import annotations
@@ -85,8 +85,7 @@ CASES: dict[str, tuple[list[str], str | None, str]] = {
     "config unreadable": (["generate", "--prompt", "x", "--config", "{f}"], "unreadable.py", "cannot read"),
     "complete a folder": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "folder", "is a folder"),
     "complete missing file": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], None, "no such file"),
-    "complete not utf-8": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "latin1.py", "not UTF-8"),
-    "complete binary": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "binary.py", "not UTF-8"),
+    "complete binary": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "binary.py", "binary file"),
     "complete huge": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "huge.py", "too large"),
     "complete unreadable": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "unreadable.py", "cannot read"),
     "complete line past end": (["complete", "{f}:9:1", *REMOTE, "--url", "http://127.0.0.1:9"], "ok.py", "past the end"),
@@ -96,7 +95,7 @@ CASES: dict[str, tuple[list[str], str | None, str]] = {
     "complete no location": (["complete"], None, "required"),
     "prompt-file a folder": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "folder", "is a folder"),
     "prompt-file missing": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], None, "no such file"),
-    "prompt-file not utf-8": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "latin1.py", "not UTF-8"),
+    "prompt-file binary": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "binary.py", "binary file"),
     "prompt-file huge": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "huge.py", "too large"),
     "prompt-file unreadable": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "unreadable.py", "cannot read"),
     "empty prompt": (["generate", "--prompt", "", *REMOTE, "--url", "http://127.0.0.1:9"], None, "empty"),
@@ -127,11 +126,24 @@ def test_bad_input_is_exit_2_and_one_line(sandbox: Sandbox, case: str):
     assert r.out == ""
 
 
-@pytest.mark.parametrize("data", [b"caf\xe9 = 1\n", bytes(range(256))], ids=["latin-1", "binary"])
 @pytest.mark.parametrize("command", [["complete", "a.py:1:1", "--stdin"], ["generate"]], ids=["complete", "generate"])
-def test_non_utf8_on_stdin_is_exit_2_and_one_line(sandbox: Sandbox, command: list[str], data: bytes):
+def test_binary_on_stdin_is_exit_2_and_one_line(sandbox: Sandbox, command: list[str]):
     proc = subprocess.run([str(SPECTERM), *command, *REMOTE, "--url", f"http://127.0.0.1:{closed_port()}"],
-                          input=data, capture_output=True, cwd=sandbox.cwd, env=sandbox.env(), timeout=60)
+                          input=bytes(range(256)), capture_output=True, cwd=sandbox.cwd, env=sandbox.env(),
+                          timeout=60)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err
-    assert err.strip().splitlines() == ["specterm: standard input: not UTF-8 text; specterm reads text files only."]
+    assert err.strip().splitlines() == [
+        "specterm: standard input: looks like a binary file; specterm reads text files only."]
+
+
+@pytest.mark.parametrize("command", [["complete", "a.py:1:1", "--stdin"], ["generate"]], ids=["complete", "generate"])
+def test_latin1_on_stdin_is_read_like_a_file(sandbox: Sandbox, command: list[str]):
+    """An editor pipes a Latin-1 buffer as it is: read like the same file on disk, so the run gets
+    as far as the (absent) server."""
+    proc = subprocess.run([str(SPECTERM), *command, *REMOTE, "--url", f"http://127.0.0.1:{closed_port()}"],
+                          input="caf\xe9 = 1\n".encode("latin-1"), capture_output=True, cwd=sandbox.cwd,
+                          env=sandbox.env(), timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert "cannot reach the remote backend" in err and "standard input" not in err, err

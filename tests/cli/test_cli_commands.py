@@ -165,6 +165,25 @@ def test_complete_file_and_stdin_buffer(sandbox: Sandbox):
     assert not r.out.endswith("\n\n")  # exactly the completion: nothing appended when piped
 
 
+def test_complete_reads_a_latin1_file_as_the_app_does(sandbox: Sandbox):
+    """The app opens, edits and saves a Latin-1 file; `complete` reads it the same way (issue #33),
+    with the cursor column counted in characters of the decoded text."""
+    from specterm.tui.commands.complete import Location, read_buffer
+    from specterm.tui.textfile import TextFile
+
+    (sandbox.cwd / ".specterm.toml").write_text(NO_TIME_BUDGET)
+    src = sandbox.cwd / "latin1.py"
+    src.write_bytes("# Menü\r\ndef price(name):\r\n    prices = {'café': 2, 'thé': 3}\r\n    return \r\n"
+                    .encode("latin-1"))
+    r = sandbox.run("complete", "latin1.py:4:12", "--json", "--max-tokens", "8", "--ctx", "512")
+    assert r.rc == 0, r.err
+    check_result_json(r.out, draft="session", draft_max=16, max_tokens=8)
+    # one reader for both: the buffer the CLI completes is the text the editor shows
+    assert read_buffer(Location(src, 4, 12), False) == TextFile.load(src).text
+    past = sandbox.run("complete", "latin1.py:3:36", "--max-tokens", "1", "--ctx", "512")
+    assert_clean_error(past, "column 36 is past the end of line 3 (34 characters")
+
+
 def test_verbose_lets_llama_cpp_log_through(sandbox: Sandbox):
     r = sandbox.run("generate", "--verbose", "--prompt", "a", "--max-tokens", "1", "--draft", "none",
                     "--ctx", "256")

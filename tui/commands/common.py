@@ -18,6 +18,7 @@ from specterm.engine.requests import EngineInfo, Finished, Request, TextDelta
 
 from ..config import Settings
 from ..engine_factory import make_engine
+from ..textfile import FileLoadError, read_text
 
 
 class UsageError(Exception):
@@ -56,16 +57,18 @@ def _too_large(size: int, label: str) -> UsageError:
 
 
 def _decode(raw: bytes, label: str) -> str:
+    """Text as the app's editor reads it (tui/textfile.py: UTF-8, UTF-8 with BOM or Latin-1, any
+    newline style as "\n"), so a file the app edits is one the commands read too."""
     if len(raw) > MAX_TEXT_BYTES:
         raise _too_large(len(raw), label)
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{label}: not UTF-8 text; specterm reads text files only.") from None
+        return read_text(raw, label)[0]
+    except FileLoadError as err:
+        raise UsageError(str(err)) from None
 
 
 def read_user_text(path: Path, label: str, hint: str = "") -> str:
-    """A UTF-8 text file named on the command line, or a UsageError that says what is wrong.
+    """A text file named on the command line, or a UsageError that says what is wrong.
     `label` names it in messages (the path, or the flag and the path)."""
     try:
         if path.is_file() and path.stat().st_size > MAX_TEXT_BYTES:
@@ -80,7 +83,8 @@ def read_user_text(path: Path, label: str, hint: str = "") -> str:
 
 
 def read_stdin_text(label: str = "standard input") -> str:
-    """Standard input as UTF-8 text (read as bytes, so a binary pipe is a UsageError)."""
+    """Standard input as text, read like a file (an editor pipes its buffer in the file's encoding);
+    a binary pipe is a UsageError."""
     return _decode(sys.stdin.buffer.read(MAX_TEXT_BYTES + 1), label)
 
 

@@ -13,12 +13,13 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from specterm.engine.llamacpp.report import ModelReport, PairReport, build_report
 
 from ..cli import version_string
-from ..config import ConfigError, Settings, check_model_files, user_config_path
+from ..config import BUILTIN_LABEL, ConfigError, Settings, check_model_files, set_in, user_config_path
 from .common import TtyProgress, add_json_flag
 
 NAME = "doctor"
@@ -100,9 +101,15 @@ def _layers(m: ModelReport, gpu: bool) -> str:
     return f"{m.gpu_layers_offloaded} of {m.layers_total} offloaded (requested: {requested}){why}"
 
 
+def _from(origin: str) -> str:
+    """Where a model path came from; nothing for a built-in default nobody set."""
+    return "" if origin == BUILTIN_LABEL else f"from {origin}"
+
+
 def _model_block(out: TextIO, title: str, m: ModelReport, gpu: bool, origin: str) -> None:
     out.write(f"{title:<14}{m.file_name}\n")
-    out.write(f"  {'file':<12}{m.path}  ({_size(m.file_bytes)}; from {origin})\n")
+    source = "; ".join(part for part in (_size(m.file_bytes), _from(origin)) if part)
+    out.write(f"  {'file':<12}{m.path}  ({source})\n")
     out.write(
         f"  {'model':<12}{m.name} · {m.arch} · {_params(m.n_params)} parameters · {m.n_layer} layers"
         f" · trained context {m.n_ctx_train}\n"
@@ -149,6 +156,13 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         _model_block(out, title, report.target, report.gpu_offload_supported, settings.origin("model.target"))
     if report.draft is not None:
         _model_block(out, "Draft", report.draft, report.gpu_offload_supported, settings.origin("model.draft"))
+    elif report.draft_kind == "model" and settings.model.draft:  # named, but not usable
+        path = settings.model.draft
+        source = _from(settings.origin("model.draft"))
+        out.write(f"{'Draft':<14}{Path(path).name}\n")
+        out.write(f"  {'file':<12}{path}" + (f"  ({source})" if source else "") + "\n")
+        problem = (report.draft_problem or "it could not be read (see Problems)").splitlines()[0]
+        out.write(f"  {'problem':<12}{problem}\n")
     elif report.draft_kind == "session":
         out.write(f"{'Draft':<14}session memory (n-grams from the prompt, the output, files opened and "
                   "earlier answers; no model)\n")
@@ -158,7 +172,7 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         out.write(f"{'Draft':<14}none (plain decoding, no speculation)\n")
     if report.draft_kind == "session" or (report.draft is not None and settings.draft.hybrid):
         store = settings.draft.session_store
-        kept = (f"kept between runs in {store} (set in {settings.origin('draft.session_store')})" if store
+        kept = (f"kept between runs in {store}{set_in(settings.origin('draft.session_store'))}" if store
                 else "kept in memory only ([draft] session_store = PATH keeps it between runs)")
         # the session drafter's own Draft line above says what it is; beside a model it needs a line
         label, what = ("", "") if report.draft_kind == "session" else ("Session", "memory beside the draft model: ")
@@ -171,6 +185,8 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         vocab = "compatible (draft tokens mean the same text to the target)"
     elif report.vocab_compatible is False:
         vocab = "INCOMPATIBLE (see problems)"
+    elif report.draft_problem is not None:
+        vocab = "not checked (the draft file could not be read)"
     else:
         vocab = "not applicable (no draft model)"
     out.write(f"{'Vocabularies':<14}{vocab}\n")
@@ -238,6 +254,7 @@ def run_remote(args: argparse.Namespace, settings: Settings) -> int:
         out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
         for source in settings.sources:
             out.write(f"  {source.describe()}\n")
-        out.write(f"  backend   openai (url from {settings.origin('engine.url')})\n\n")
+        source = _from(settings.origin("engine.url"))
+        out.write("  backend   openai" + (f" (url {source})" if source else "") + "\n\n")
         report.write(out)
     return 0 if report.ok else 2
