@@ -28,6 +28,7 @@ from watchfiles import Change
 from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
 
 from .config import ConfigError, Settings, load_settings, user_config_path
+from .edit.flow import EditFlow
 from .engine_factory import make_engine
 from . import terminal_keys
 from .palette import palette_commands
@@ -64,6 +65,8 @@ class SpectermApp(App[int]):
         Binding("ctrl+t", "toggle_chat", "Chat"),
         Binding("ctrl+l", "ask", "Ask"),
         Binding("ctrl+f", "find", "Find"),
+        Binding("ctrl+r", "edit", "Edit"),  # edit by instruction (tui/edit/)
+        Binding("alt+a", "apply_code_block", "Apply", show=False, priority=True),
         Binding("f3", "find_next", "Find next", show=False),
         Binding("f9", "stats", "Stats"),
         # Tab keys come first (priority): the editor and the tree scroll sideways on ctrl+pageup/
@@ -108,6 +111,7 @@ class SpectermApp(App[int]):
         )
         self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats, suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
+        self.edits = EditFlow(self)
         self._layout: tuple[bool, bool] | None = None
         self.watcher: FileWatcher | None = None
         self.engine_ready = threading.Event()
@@ -391,7 +395,7 @@ class SpectermApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The tab keys act on the main screen only: under a dialog, or the statistics screen,
         they must not switch or close the tabs behind it."""
-        if action in ("close_tab", "cycle_tab") and len(self.screen_stack) > 1:
+        if action in ("close_tab", "cycle_tab", "edit", "apply_code_block") and len(self.screen_stack) > 1:
             return False
         return super().check_action(action, parameters)
 
@@ -529,6 +533,12 @@ class SpectermApp(App[int]):
             return
         editor.insert_block(block)
         editor.focus()
+
+    def action_edit(self) -> None:
+        self.edits.open()
+
+    def action_apply_code_block(self) -> None:
+        self.edits.apply_chat_block()
 
     def action_copy_code_block(self) -> None:
         self.chat.copy_last_code_block()

@@ -33,7 +33,7 @@ class StatusModel:
     draft: str = ""
     demo: bool = False
     gpu: bool | None = None  # None: not known yet (loading)
-    state: str = "loading"  # loading | idle | completing | chatting | error
+    state: str = "loading"  # loading | idle | completing | chatting | editing | error
     live: Stats | None = None  # the request in progress
     last: Stats | None = None  # the last finished request
     session: Stats = field(default_factory=Stats)
@@ -60,7 +60,7 @@ class StatusModel:
                 self.last = event.stats
             self.state = "chatting" if chat_running and kind != "chat" else "idle"
             return
-        self.state = "chatting" if kind == "chat" else "completing"
+        self.state = {"chat": "chatting", "edit": "editing"}.get(kind, "completing")
 
 
 class StatusBar(Static):

@@ -1,0 +1,216 @@
+"""Edit by instruction in the real app with the demo model: the key, the instruction box and its
+history, the streamed diff, and the review. Whatever the weak demo model writes, the buffer must
+end byte for byte as the user chose: computed from the rewrite it streamed (Finished.text) and the
+choices made; the file on disk changes only on save."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specterm.tui.edit.diff import EditDiff
+from specterm.tui.edit.review import EditReview
+from specterm.tui.widgets.chat import Exchange
+
+from .conftest import make_app, wait_for
+
+SOURCE = (
+    "import math\n"
+    "\n"
+    "\n"
+    "def area(radius):\n"
+    "    result = math.pi * radius * radius\n"
+    "    return result\n"
+    "\n"
+    "\n"
+    "def perimeter(radius):\n"
+    "    return 2 * math.pi * radius\n"
+)
+INSIDE_AREA = (4, 8)  # the cursor inside area(): the region is that function
+AREA = "def area(radius):\n    result = math.pi * radius * radius\n    return result\n"
+INSTRUCTION = "rename result to value and add a docstring"
+GENERATION_S = 400  # the demo model on a loaded 2-core box
+
+
+@pytest.fixture
+def circle(project: Path) -> Path:
+    path = project / "circle.py"
+    path.write_text(SOURCE)
+    return path
+
+
+async def _ready(pilot, app) -> None:
+    await wait_for(pilot, lambda: app.engine_ready.is_set() and app.active_editor is not None, 120)
+    app.active_editor.focus()
+    await pilot.pause()
+
+
+async def _type(pilot, text: str) -> None:
+    await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
+
+
+async def _open_box(pilot, app, at=INSIDE_AREA):
+    editor = app.active_editor
+    editor.move_cursor(at)
+    await pilot.press("ctrl+r")
+    await wait_for(pilot, lambda: app.edits.box is not None and app.edits.box.has_focus, 10)
+    return app.edits.box
+
+
+async def _rewrite(pilot, app, instruction: str | None = INSTRUCTION) -> EditReview | None:
+    """Open the box, send `instruction` (None: the last one, recalled with up), wait for the
+    rewrite's end; the review (None: it ended at once, the model changed nothing)."""
+    box = await _open_box(pilot, app)
+    if instruction is None:
+        await pilot.press("up")
+        assert box.value == app.edits.history.items[-1]
+    else:
+        await _type(pilot, instruction)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.edits.finished is not None, GENERATION_S)
+    await pilot.pause()
+    return app.edits.review
+
+
+def _expected(app, choices: list[bool] | None) -> str:
+    """The file after the user's choices: None accepts all, else one decision per hunk in order."""
+    request, finished = app.edits.request, app.edits.finished
+    diff = EditDiff(request.region)
+    diff.update(finished.text, final=True, cut=finished.reason == "length")
+    for hunk, take in zip(diff.hunks, choices or [True] * len(diff.hunks)):
+        hunk.accepted = take
+    return request.before + diff.result() + request.after
+
+
+async def test_review_reject_all_per_hunk_accept_all_undo_and_save(circle, settings_for, env):
+    """One instruction three times (the same greedy rewrite): rejected, decided hunk by hunk,
+    accepted; each leaves the buffer as chosen, the disk as it was until ctrl+s."""
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        review = await _rewrite(pilot, app)
+        request = app.edits.request
+        assert request.region == AREA and request.before + AREA + request.after == SOURCE
+        assert review is not None, f"the demo model changed nothing: {app.edits.finished}"
+        assert not editor.display and review.view.display
+        assert "a accept all" in str(review.query_one("#edit-bar").render())
+        await pilot.press("x", "backspace", "enter")  # other keys do nothing while reviewing
+        assert app.edits.review is review and editor.text == SOURCE
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.edits.review is None and editor.has_focus, 10)
+        assert editor.text == SOURCE
+        await pilot.press("ctrl+z")
+        assert editor.text == SOURCE  # a rejected edit left nothing to undo
+        assert app.completer.blocked_by is None  # completions run again
+
+        review = await _rewrite(pilot, app, None)  # recalled from the history
+        assert review is not None
+        choices = [i % 2 == 1 for i in range(len(review.diff.hunks))]  # reject, accept, reject...
+        for take in choices:
+            await pilot.press("y" if take else "n")
+        await wait_for(pilot, lambda: app.edits.review is None, 10)
+        assert editor.text == _expected(app, choices)
+        if any(choices):
+            await pilot.press("ctrl+z")
+        assert editor.text == SOURCE
+
+        review = await _rewrite(pilot, app, None)
+        assert review is not None
+        expected = _expected(app, None)
+        assert expected != SOURCE
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.edits.review is None and editor.has_focus, 10)
+        assert editor.text == expected
+        assert circle.read_text() == SOURCE  # nothing on disk until the user saves
+        await pilot.press("ctrl+z")
+        assert editor.text == SOURCE  # one undo step gives back the original exactly
+        await pilot.press("ctrl+y")
+        assert editor.text == expected
+        assert circle.read_text() == SOURCE
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: circle.read_text() == expected, 10)
+
+
+async def test_box_history_empty_instruction_no_region_and_escape_mid_stream(circle, project, settings_for, env):
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        box = await _open_box(pilot, app)
+        assert editor.selected_text == AREA  # the region is shown
+        await pilot.press("enter")  # empty: nothing is sent, the box stays
+        await pilot.pause()
+        assert app.edits.box is box and app.edits.request is None
+        assert any("Type what should change" in str(n.message) for n in app._notifications)
+        await _type(pilot, "first")
+        await pilot.press("escape")  # closes the box: nothing changed, the cursor back where it was
+        await wait_for(pilot, lambda: app.edits.box is None and editor.has_focus, 10)
+        assert editor.text == SOURCE and editor.cursor_location == INSIDE_AREA
+        assert app.completer.blocked_by is None and app.edits.history.items == []
+
+        await _open_box(pilot, app)
+        await _type(pilot, "rewrite it with comments on every line")
+        await pilot.press("enter")
+        review = app.edits.review
+        assert review is not None and not editor.display
+        await wait_for(pilot, lambda: bool(review.diff.new_text) or app.edits.finished is not None, GENERATION_S)
+        streaming = app.edits.finished is None
+        await pilot.press("escape")  # mid-stream: stop, the region as it was
+        await wait_for(pilot, lambda: app.edits.review is None and editor.display and editor.has_focus, 10)
+        assert editor.text == SOURCE
+        await wait_for(pilot, lambda: app.edits.finished is not None and not app.edits.active, GENERATION_S)
+        if streaming:
+            assert app.edits.finished.reason == "cancelled"
+        assert app.completer.blocked_by is None
+        await pilot.press("ctrl+z")
+        assert editor.text == SOURCE and circle.read_text() == SOURCE
+
+        box = await _open_box(pilot, app)
+        await _type(pilot, "draft")
+        await pilot.press("up")
+        assert box.value == "rewrite it with comments on every line"
+        await pilot.press("up")
+        assert box.value == "rewrite it with comments on every line"  # the oldest stays
+        await pilot.press("down")
+        assert box.value == "draft"  # past the newest: what was being typed
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.edits.box is None, 10)
+
+        path = project / "long.py"  # no block, no selection, too long for the whole file
+        text = "".join(f"x{i} = {i}\n" for i in range(60)) + "\n\n" + "".join(f"y{i} = {i}\n" for i in range(60))
+        path.write_text(text)
+        await app.open_file(path)
+        await wait_for(pilot, lambda: app.active_editor is not None and app.active_editor.path == path, 10)
+        app.active_editor.focus()
+        app.active_editor.move_cursor((61, 0))
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert app.edits.box is None and not app.edits.active
+        assert any("Nothing to rewrite here" in str(n.message) for n in app._notifications)
+        assert app.active_editor.text == text
+
+
+async def test_apply_from_chat_is_a_reviewed_merge_not_a_paste(circle, settings_for, env):
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        editor.move_cursor((0, 0))
+        block = "def perimeter(radius):\n    ...\n    return math.tau * radius\n"
+        app.chat.history.append(Exchange("use tau", answer=f"Like this:\n```python\n{block}```\n", finished=True))
+        await pilot.press("alt+a")
+        await wait_for(pilot, lambda: app.edits.request is not None, 10)
+        request = app.edits.request
+        assert request.region == "def perimeter(radius):\n    return 2 * math.pi * radius\n"  # what it redefines
+        assert block in request.instruction
+        assert editor.text == SOURCE  # nothing pasted
+        await wait_for(pilot, lambda: app.edits.finished is not None, GENERATION_S)
+        await pilot.pause()
+        review = app.edits.review
+        assert review is not None, f"the demo model changed nothing: {app.edits.finished}"
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.edits.review is None, 10)
+        assert editor.text == _expected(app, None) != SOURCE
+        assert circle.read_text() == SOURCE
