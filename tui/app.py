@@ -406,7 +406,7 @@ class SpectermApp(App[int]):
         self.editor_tabs.cycle(step)
 
     async def action_quit(self) -> None:
-        if not self.editor_tabs.dirty_files():
+        if not self.editor_tabs.unsaved_files():
             return self.exit(0)
         self.editor_tabs.ask_before_quit(lambda: self.exit(0))
 

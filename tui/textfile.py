@@ -4,11 +4,14 @@ A file comes back to disk the way it was read: same encoding (UTF-8, UTF-8 with 
 bytes that are not UTF-8), same newline style, same permissions. Writes go to a temporary file in
 the same folder that is renamed over the original, so a crash or a full disk never leaves a
 half-written file. A `DiskSignature` remembers what specterm last read or wrote, so the watcher can
-tell its own saves from someone else's changes.
+tell its own saves from someone else's changes. A save that cannot happen raises `FileSaveError`
+saying why in words a user can act on (`UnencodableText` when the file's encoding cannot hold the
+text: the editor offers UTF-8 then).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -21,6 +24,22 @@ BINARY_SNIFF = 8192
 
 class FileLoadError(Exception):
     """A file that cannot be opened as text; the message says which and why."""
+
+
+class FileSaveError(Exception):
+    """A save that wrote nothing; the message names the file and says why."""
+
+
+class UnencodableText(FileSaveError):
+    """The text holds a character that the file's encoding has no bytes for (a Latin-1 file and a
+    "€"): saving it in that encoding would lose it."""
+
+    def __init__(self, path: Path, encoding: str, char: str, line: int) -> None:
+        super().__init__(f"{path}: {encoding} cannot hold {char!r} (line {line}).")
+        self.path = path
+        self.encoding = encoding
+        self.char = char
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -79,10 +98,16 @@ class TextFile:
         text, self.text = self.text, ""
         return text
 
-    def encode(self, text: str) -> bytes:
+    def encode(self, text: str, encoding: str | None = None) -> bytes:
+        """`text` as the file's bytes (in `encoding` instead of the file's when given)."""
+        encoding = encoding or self.encoding
         if self.newline != "\n":
             text = text.replace("\n", self.newline)
-        return text.encode(self.encoding)
+        try:
+            return text.encode(encoding)
+        except UnicodeEncodeError as err:
+            line = err.object.count(self.newline, 0, err.start) + 1
+            raise UnencodableText(self.path, encoding, err.object[err.start], line) from None
 
     def changed_on_disk(self) -> bool:
         """True when the file on disk is not what specterm last read or wrote (a file that was
@@ -92,11 +117,44 @@ class TextFile:
             return self.path.exists()
         return self.signature is None or not self.signature.same_content(current)
 
-    def save(self, text: str) -> None:
-        """Write atomically; afterwards `signature` matches the new file."""
-        data = self.encode(text)
-        write_atomic(self.path, data)
-        self.signature = DiskSignature.of_bytes(data, self.path.stat())
+    def check_writable(self) -> None:
+        """Raise FileSaveError when something other than a file is at `path` now (a folder put in
+        its place): a save must not replace it, and it is no other version of the file."""
+        if self.path.exists() and not self.path.is_file():
+            what = "a folder" if self.path.is_dir() else "something other than a file"
+            raise FileSaveError(f"{self.path}: is {what} now, not a file; nothing was written over it.")
+
+    def save(self, text: str, *, encoding: str | None = None) -> None:
+        """Write atomically; afterwards `signature` matches the new file. With `encoding` (the user
+        chose it), the file is written and kept in that encoding from then on. Raises
+        FileSaveError, having written nothing, when the save cannot happen."""
+        data = self.encode(text, encoding)
+        self.check_writable()
+        try:
+            write_atomic(self.path, data)
+            st = self.path.stat()
+        except OSError as err:
+            raise FileSaveError(f"{self.path}: {_why_not_written(err, self.path)}") from None
+        self.signature = DiskSignature.of_bytes(data, st)
+        if encoding is not None:
+            self.encoding = encoding
+
+
+def _why_not_written(err: OSError, path: Path) -> str:
+    """An OSError from writing `path`, in words that say what to do about it. A save writes a new
+    file beside the old one and renames it over, so the folder must be writable."""
+    folder = path.parent
+    if isinstance(err, PermissionError):
+        return f"permission denied: you cannot write in {folder}."
+    if isinstance(err, IsADirectoryError):
+        return "is a folder now, not a file; nothing was written over it."
+    if isinstance(err, (FileNotFoundError, NotADirectoryError)):
+        return f"its folder {folder} does not exist (any more)."
+    if err.errno == errno.ENOSPC:
+        return "the disk is full."
+    if err.errno == errno.EROFS:
+        return "the file system is read-only."
+    return f"cannot be written ({err.strerror or err})."
 
 
 def read_text(data: bytes, name: object) -> tuple[str, str, str]:

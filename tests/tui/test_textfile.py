@@ -72,3 +72,28 @@ def test_the_text_is_handed_over_once_and_a_save_keeps_no_copy(tmp_path):
 
     # glibc is asked to return freed pages; other C libraries have nothing to ask
     assert release_freed_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+def test_a_failed_save_says_why_and_writes_nothing(tmp_path):
+    from specterm.tui.textfile import FileSaveError, UnencodableText
+
+    path = tmp_path / "legacy.txt"
+    path.write_bytes("caf\xe9\r\nok\r\n".encode("latin-1"))
+    f = TextFile.load(path)
+    with pytest.raises(UnencodableText) as caught:
+        f.save("caf\xe9\nok \u20ac\n")
+    assert (caught.value.char, caught.value.line, caught.value.encoding) == ("\u20ac", 2, "latin-1")
+    assert "legacy.txt" in str(caught.value) and "latin-1" in str(caught.value)
+    assert path.read_bytes() == "caf\xe9\r\nok\r\n".encode("latin-1") and f.encoding == "latin-1"
+    f.save("caf\xe9\nok \u20ac\n", encoding="utf-8")  # the user chose UTF-8: kept from now on
+    assert path.read_bytes() == "caf\xe9\r\nok \u20ac\r\n".encode("utf-8") and f.encoding == "utf-8"
+    assert not f.changed_on_disk()
+
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(FileSaveError, match="legacy.txt.*folder"):
+        f.save("text\n")
+    assert path.is_dir() and list(path.iterdir()) == []
+    gone = TextFile(tmp_path / "no-such-folder" / "new.txt", "")
+    with pytest.raises(FileSaveError, match="new.txt.*no-such-folder.*does not exist"):
+        gone.save("text\n")

@@ -25,7 +25,7 @@ from pathlib import Path
 from specterm.engine.requests import EditRequest
 
 from ..config import Settings
-from ..textfile import FileLoadError, TextFile
+from ..textfile import FileLoadError, FileSaveError, TextFile
 from .common import MAX_TEXT_BYTES, UsageError, read_stdin_text, result_json, run_async, run_one
 
 NAME = "edit"
@@ -171,6 +171,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.write and textfile is not None:
         try:
             textfile.save(new)
-        except OSError as err:
-            raise UsageError(f"{target.file}: cannot write it ({err.strerror or err}).") from None
+        except FileSaveError as err:  # it says which file and why (encoding, permission, a folder)
+            raise UsageError(str(err)) from None
     return 0

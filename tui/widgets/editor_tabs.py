@@ -1,7 +1,8 @@
 """EditorTabs: the open files, one CodeEditor tab each, and everything that keeps them and the disk
-in step — open, save (asking before overwriting a file changed since it was loaded), close (asking
-about unsaved edits), reload a clean buffer changed on disk, ask before replacing a dirty one, and
-mark a tab whose file was deleted.
+in step — open, save (asking before overwriting a disk version the user has not seen, offering
+UTF-8 when the file's encoding cannot hold the text, saying why a save failed), close and quit
+(asking about unsaved work: edits, or a buffer whose file was deleted), reload a clean buffer
+changed on disk, ask before replacing a dirty one, and mark a tab whose file was deleted.
 
 The app composes it and routes keys and disk events to it; the tabs post `FilesChanged` when the set
 of open paths changed (the app re-aims its file watcher) and `Saved` when a save created a file
@@ -26,7 +27,7 @@ from specterm.engine import ContextFile
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
 from ..memory import release_after_reading
-from ..textfile import DiskSignature, FileLoadError, TextFile
+from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText
 from ..themes import SpectermTheme
 from .completion import Completer
 from .document import BlockLines
@@ -72,7 +73,7 @@ class OpenFile:
     editor: CodeEditor
     pane_id: str
     saved_lines: BlockLines = field(default_factory=BlockLines)
-    deleted: bool = False
+    deleted: bool = False  # no file at its path on disk now: the buffer is the text's only copy
     kept_over: DiskSignature | None = None  # the disk version the user kept their edits over
 
     def mark_saved(self) -> None:
@@ -87,6 +88,16 @@ class OpenFile:
     @property
     def dirty(self) -> bool:
         return self.editor.lines != self.saved_lines
+
+    @property
+    def unsaved(self) -> bool:
+        """Closing or quitting would lose text: it has edits, or its file is gone from disk."""
+        return self.deleted or self.dirty
+
+    @property
+    def name(self) -> str:
+        """The file's name, with "(deleted on disk)" when that is why it is unsaved."""
+        return f"{self.file.path.name} (deleted on disk)" if self.deleted else self.file.path.name
 
     @property
     def label(self) -> str:
@@ -123,6 +134,7 @@ class EditorTabs(Vertical):
         self.files: dict[str, OpenFile] = {}  # by pane id
         self._pane_counter = 0
         self._prompting: set[str] = set()  # pane ids with an open "changed on disk" question
+        self._saving: set[str] = set()  # pane ids with a save under way (it may be asking)
         self.ring = ContextRing()  # extra context for completions (tui/context_ring.py)
         self._ring_rows: dict[str, int] = {}  # pane id -> the row its last chunk was taken around
         self._left: OpenFile | None = None  # the tab active before the current one
@@ -165,8 +177,9 @@ class EditorTabs(Vertical):
     def paths(self) -> set[Path]:
         return {f.file.path for f in self.files.values()}
 
-    def dirty_files(self) -> list[OpenFile]:
-        return [f for f in self.files.values() if f.dirty]
+    def unsaved_files(self) -> list[OpenFile]:
+        """The tabs whose text is on disk nowhere else: edited, or their file deleted."""
+        return [f for f in self.files.values() if f.unsaved]
 
     def tab_label(self, open_file: OpenFile) -> str:
         """The label the tab bar shows for `open_file` right now."""
@@ -383,7 +396,7 @@ class EditorTabs(Vertical):
         open_file = self.active_file
         if open_file is None:
             return
-        if open_file.dirty:
+        if open_file.unsaved:
             self._confirm_close(open_file)
         else:
             await self._close(open_file)
@@ -392,11 +405,11 @@ class EditorTabs(Vertical):
     async def _confirm_close(self, open_file: OpenFile) -> None:
         answer = await self.app.push_screen_wait(
             ChoiceScreen(
-                f"{open_file.file.path.name} has unsaved changes.",
+                f"{open_file.name} has unsaved changes.",
                 [("save", "Save and close"), ("discard", "Discard"), ("cancel", "Cancel")],
             )
         )
-        if answer == "save" and self.save_now(open_file):
+        if answer == "save" and await self.save_asking(open_file):
             await self._close(open_file)
         elif answer == "discard":
             await self._close(open_file)
@@ -414,17 +427,25 @@ class EditorTabs(Vertical):
 
     @work(group="quit", exit_on_error=False)
     async def ask_before_quit(self, leave: Callable[[], None]) -> None:
-        """Unsaved edits and the user wants to quit: save all, discard, or stay; `leave` quits."""
-        dirty = self.dirty_files()
-        names = ", ".join(f.file.path.name for f in dirty)
+        """Unsaved work and the user wants to quit: save all, discard, or stay; `leave` quits.
+        "Save all" saves each file as ctrl+s does (asking where ctrl+s asks) and quits only when
+        every one was written: otherwise it stays, naming what was not saved."""
+        names = ", ".join(f.name for f in self.unsaved_files())
         answer = await self.app.push_screen_wait(
             ChoiceScreen(
                 f"Unsaved changes in {names}.",
                 [("save", "Save all and quit"), ("discard", "Quit without saving"), ("cancel", "Cancel")],
             )
         )
-        if answer == "discard" or (answer == "save" and all(self.save_now(f) for f in dirty)):
+        if answer == "discard":
             leave()
+        elif answer == "save":
+            failed = [f.name for f in self.unsaved_files() if not await self.save_asking(f)]
+            if not failed:
+                leave()
+                return
+            self.notify(f"Not saved: {', '.join(failed)}. specterm stays open with the edits.",
+                        title="Did not quit", severity="warning", timeout=10, markup=False)
 
     # -- saving -----------------------------------------------------------------------------------
 
@@ -437,28 +458,72 @@ class EditorTabs(Vertical):
 
     @work(group="save", exit_on_error=False)
     async def _save(self, open_file: OpenFile) -> bool:
-        if open_file.file.changed_on_disk() and not open_file.deleted:
+        return await self.save_asking(open_file)
+
+    async def save_asking(self, open_file: OpenFile) -> bool:
+        """Save `open_file`, asking first wherever writing could lose something: over a disk version
+        other than the one the user last saw (as loaded, saved or reloaded: whatever happened on
+        disk in between, "Keep my edits" included), or in UTF-8 when the file's encoding cannot
+        hold the text. A save that fails says why and leaves the buffer unsaved. True once
+        written; False when it failed, the user said no, or a save of it is already asking."""
+        if open_file.pane_id in self._saving:
+            return False
+        self._saving.add(open_file.pane_id)
+        try:
+            return await self._save_asking(open_file)
+        finally:
+            self._saving.discard(open_file.pane_id)
+
+    async def _save_asking(self, open_file: OpenFile) -> bool:
+        file = open_file.file
+        try:
+            file.check_writable()
+        except FileSaveError as err:
+            return self._not_saved(err)
+        if file.changed_on_disk():
             answer = await self.app.push_screen_wait(
                 ChoiceScreen(
-                    f"{open_file.file.path.name} changed on disk since it was loaded. "
+                    f"{file.path.name} changed on disk since you last loaded or saved it. "
                     "Overwrite it with your version?",
                     [("overwrite", "Overwrite"), ("cancel", "Cancel")],
                 )
             )
             if answer != "overwrite":
                 return False
-        return self.save_now(open_file)
+        try:
+            self._write(open_file)
+        except UnencodableText as err:
+            if file.encoding.startswith("utf-8"):
+                return self._not_saved(err)  # (text no encoding holds: a lone surrogate)
+            answer = await self.app.push_screen_wait(
+                ChoiceScreen(
+                    f"{file.path.name} is a {err.encoding} file, and {err.encoding} cannot hold "
+                    f"{err.char!r} (line {err.line}). Save it as UTF-8 from now on?",
+                    [("utf-8", "Save as UTF-8"), ("cancel", "Cancel")],
+                )
+            )
+            if answer != "utf-8":
+                return False
+            try:
+                self._write(open_file, encoding="utf-8")
+            except FileSaveError as err:
+                return self._not_saved(err)
+        except FileSaveError as err:
+            return self._not_saved(err)
+        return True
 
-    def save_now(self, open_file: OpenFile) -> bool:
+    def _not_saved(self, err: FileSaveError) -> bool:
+        """Say why a save failed (the message names the file); False, for the caller to return."""
+        self.notify(str(err), title="Not saved", severity="error", timeout=15, markup=False)
+        return False
+
+    def _write(self, open_file: OpenFile, *, encoding: str | None = None) -> None:
+        """Write the buffer (raising FileSaveError when that fails) and mark it saved."""
         text = open_file.editor.text
         written = open_file.editor.lines.changed_since(open_file.saved_lines)
         path = open_file.file.path
         created = not path.exists()
-        try:
-            open_file.file.save(text)
-        except OSError as err:
-            self.notify(f"{path}: {err.strerror or err}", title="Not saved", severity="error", markup=False)
-            return False
+        open_file.file.save(text, encoding=encoding)
         open_file.mark_saved()
         open_file.deleted = False
         self.refresh_label(open_file)
@@ -468,8 +533,8 @@ class EditorTabs(Vertical):
         # copies of it.
         self.run_worker(self._remember_all(written), group="remember", exit_on_error=False)
         self.post_message(self.Saved(path, created))
-        self.notify(f"Saved {path.name}", timeout=2, markup=False)
-        return True
+        saved_as = f" as {encoding.upper()}" if encoding else ""
+        self.notify(f"Saved {path.name}{saved_as}", timeout=2, markup=False)
 
     # -- the disk changed -------------------------------------------------------------------------
 
@@ -477,17 +542,21 @@ class EditorTabs(Vertical):
         """A watched file changed: mark it deleted, reload a clean buffer, or ask about a dirty one
         (specterm's own saves are recognised by content and change nothing)."""
         path = open_file.file.path
-        if not path.exists():
+        if not path.is_file():
             if not open_file.deleted:
                 open_file.deleted = True
                 self.refresh_label(open_file)
-                self.notify(f"{path.name} was deleted on disk; ctrl+s writes it again.",
-                            severity="warning", timeout=8, markup=False)
+                if path.exists():
+                    self.notify(f"{path.name} is no longer a file on disk; its text is only in this tab.",
+                                severity="warning", timeout=8, markup=False)
+                else:
+                    self.notify(f"{path.name} was deleted on disk; ctrl+s writes it again.",
+                                severity="warning", timeout=8, markup=False)
             return
+        if open_file.deleted:  # written again: the tab holds a version of a file on disk again
+            open_file.deleted = False
+            self.refresh_label(open_file)
         if not open_file.file.changed_on_disk():
-            if open_file.deleted:
-                open_file.deleted = False
-                self.refresh_label(open_file)
             return  # our own save, or a touch without a content change
         if not open_file.dirty:
             self.reload(open_file)
