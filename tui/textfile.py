@@ -20,6 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BINARY_SNIFF = 8192
+ENCODING_NAMES = {"latin-1": "Latin-1", "utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM"}
+
+
+def encoding_name(encoding: str) -> str:
+    """An encoding (a Python codec name) as people call it, for messages."""
+    return ENCODING_NAMES.get(encoding, encoding)
 
 
 class FileLoadError(Exception):
@@ -35,7 +41,7 @@ class UnencodableText(FileSaveError):
     "€"): saving it in that encoding would lose it."""
 
     def __init__(self, path: Path, encoding: str, char: str, line: int) -> None:
-        super().__init__(f"{path}: {encoding} cannot hold {char!r} (line {line}).")
+        super().__init__(f"{path}: {encoding_name(encoding)} cannot hold {char!r} (line {line}).")
         self.path = path
         self.encoding = encoding
         self.char = char

@@ -168,7 +168,7 @@ async def test_text_latin1_cannot_hold_offers_to_save_as_utf8(project, settings_
 
         await pilot.press("ctrl+s")
         screen = await dialog(pilot, app)
-        assert "latin-1" in screen.question and "€" in screen.question and "line 1" in screen.question
+        assert "Latin-1" in screen.question and "€" in screen.question and "line 1" in screen.question
         assert [a for a, _ in screen.answers] == ["utf-8", "cancel"]
         await pilot.press("escape")  # Cancel: nothing written, still unsaved
         await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
@@ -200,7 +200,7 @@ async def test_save_all_and_quit_stops_at_text_the_encoding_cannot_hold(project,
         await dialog(pilot, app)
         await answer(pilot, app, "save")  # "Save all and quit"
         screen = await dialog(pilot, app)
-        assert "latin-1" in screen.question
+        assert "Latin-1" in screen.question
         await pilot.press("escape")  # Cancel
         await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
         await pilot.pause(0.2)

@@ -27,7 +27,7 @@ from specterm.engine import ContextFile
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..screens.choice import ChoiceScreen
 from ..memory import release_after_reading
-from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText
+from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText, encoding_name
 from ..themes import SpectermTheme
 from .completion import Completer
 from .document import BlockLines
@@ -96,8 +96,11 @@ class OpenFile:
 
     @property
     def name(self) -> str:
-        """The file's name, with "(deleted on disk)" when that is why it is unsaved."""
-        return f"{self.file.path.name} (deleted on disk)" if self.deleted else self.file.path.name
+        """The file's name, saying so when it is unsaved because its file is gone from disk."""
+        name = self.file.path.name
+        if not self.deleted:
+            return name
+        return f"{name} (not a file on disk now)" if self.file.path.exists() else f"{name} (deleted on disk)"
 
     @property
     def label(self) -> str:
@@ -497,7 +500,7 @@ class EditorTabs(Vertical):
                 return self._not_saved(err)  # (text no encoding holds: a lone surrogate)
             answer = await self.app.push_screen_wait(
                 ChoiceScreen(
-                    f"{file.path.name} is a {err.encoding} file, and {err.encoding} cannot hold "
+                    f"{file.path.name} is saved as {encoding_name(err.encoding)}, which cannot hold "
                     f"{err.char!r} (line {err.line}). Save it as UTF-8 from now on?",
                     [("utf-8", "Save as UTF-8"), ("cancel", "Cancel")],
                 )
@@ -533,7 +536,7 @@ class EditorTabs(Vertical):
         # copies of it.
         self.run_worker(self._remember_all(written), group="remember", exit_on_error=False)
         self.post_message(self.Saved(path, created))
-        saved_as = f" as {encoding.upper()}" if encoding else ""
+        saved_as = f" as {encoding_name(encoding)}" if encoding else ""
         self.notify(f"Saved {path.name}{saved_as}", timeout=2, markup=False)
 
     # -- the disk changed -------------------------------------------------------------------------
