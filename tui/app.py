@@ -33,6 +33,7 @@ from .engine_factory import make_engine
 from . import terminal_keys
 from .palette import palette_commands
 from .screens.stats import StatsScreen
+from .screenshot import save_screenshot
 from .theming import Theming, theme_name
 from .themes import SpectermTheme
 from .watch import FileWatcher
@@ -169,7 +170,7 @@ class SpectermApp(App[int]):
         return self.editor_tabs.active_editor
 
     async def on_mount(self) -> None:
-        self.theming.apply(self.spectheme)
+        self.theming.start()
         self.status_model.message = "loading the model"
         self._update_layout(self.size.width)
         for err in self.theming.errors:
@@ -481,6 +482,17 @@ class SpectermApp(App[int]):
 
     def action_set_theme(self, name: str) -> None:
         self.theming.switch(name)
+
+    def action_change_theme(self) -> None:
+        """Textual's "Theme" picker lists specterm's themes only, saved like "Theme: X"."""
+        self.search_commands([(title, switch, help_text) for title, help_text, switch in self.theming.choices()],
+                             placeholder="Search for themes…")
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot (tui/screenshot.py): saved where a folder exists, said plainly."""
+        saved = save_screenshot(self, filename, path)
+        return str(saved) if saved is not None else None
 
     def load_theme_path(self, path: Path) -> bool:
         return self.theming.load_file(path)

@@ -57,8 +57,6 @@ def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
         ("Draft: none", "Plain decoding, no drafting", lambda: app.run_action("switch_draft('none')")),
         ("Draft: model", "Draft with the configured draft model", lambda: app.run_action("switch_draft('model')")),
     ]
-    for name in sorted(app.themes):
-        commands.append((f"Theme: {name}", f"Switch to the {name} theme (saved to your config)",
-                         lambda name=name: app.action_set_theme(name)))
+    commands += app.theming.choices()
     for title, help_text, callback in commands:
         yield SystemCommand(title, help_text, callback)

@@ -123,6 +123,16 @@ class TextFile:
             return self.path.exists()
         return self.signature is None or not self.signature.same_content(current)
 
+    def read_only(self) -> bool:
+        """The file on disk is marked read-only: not writable for this user, or (for root, whom
+        permissions do not stop) without any write bit. A save renames a new file over it, which
+        its mode does not prevent, so the editor asks first."""
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            return False
+        return not os.access(self.path, os.W_OK) or not mode & 0o222
+
     def check_writable(self) -> None:
         """Raise FileSaveError when something other than a file is at `path` now (a folder put in
         its place): a save must not replace it, and it is no other version of the file."""

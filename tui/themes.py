@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
+from rich.color import ColorSystem
 from rich.style import Style
 from rich.syntax import ANSI_DARK, ANSI_LIGHT, ANSISyntaxTheme, PygmentsSyntaxTheme, SyntaxTheme
 from textual.color import Color, ColorParseError
@@ -31,6 +32,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 DEFAULT_THEME = "specterm-dark"
+ANSI_THEME = "specterm-ansi"  # picked by itself where the terminal has only 16 colours
 ANSI_STYLES = {"ansi-dark": ANSI_DARK, "ansi-light": ANSI_LIGHT}
 _COLOR_KEYS = (
     "primary", "secondary", "warning", "error", "success", "accent",
@@ -38,6 +40,16 @@ _COLOR_KEYS = (
 )
 _TOP_KEYS = {"name", "dark", "ansi", "pygments_style", "colors", "variables", "ghost"}
 _GHOST_KEYS = {"opacity", "italic", "dim"}
+# Textual's own ANSI themes set these and its widgets' CSS refers to them; its colour system does not
+# derive them, so an ANSI theme without them stopped the app at the first stylesheet refresh.
+_ANSI_DEFAULTS = {
+    True: {"ansi-background": "ansi_black", "ansi-foreground": "ansi_white"},
+    False: {"ansi-background": "ansi_white", "ansi-foreground": "ansi_black"},
+}
+COLOR_SYSTEMS = {
+    "standard": ColorSystem.STANDARD, "windows": ColorSystem.WINDOWS,
+    "256": ColorSystem.EIGHT_BIT, "truecolor": ColorSystem.TRUECOLOR,
+}
 
 
 class ThemeError(Exception):
@@ -82,9 +94,14 @@ class SpectermTheme:
         """Styles keyed by pygments token name, as the editor's highlight map uses them."""
         return {str(ttype): self.token_style(ttype) for ttype in STANDARD_TYPES}
 
-    def ghost_token_style(self, ttype: _TokenType, background: Color | None) -> Style:
-        """The token's code style turned into ghost text: blended towards the background."""
-        return _ghost_style(self, ttype, background.hex6 if background else None)
+    def ghost_token_style(
+        self, ttype: _TokenType, background: Color | None, color_system: str | None = "truecolor"
+    ) -> Style:
+        """The token's code style turned into ghost text: blended towards the background, but
+        never so far that the terminal's colour system (`Console.color_system`: "standard" for
+        16 colours, "256", "truecolor") draws it in the background's own colour."""
+        system = COLOR_SYSTEMS.get(color_system or "truecolor", ColorSystem.TRUECOLOR)
+        return _ghost_style(self, ttype, background.hex6 if background else None, system)
 
 
 def builtin_theme_dir() -> Path:
@@ -119,18 +136,46 @@ def _token_style(style_name: str, ttype: _TokenType) -> Style:
 
 
 @lru_cache(maxsize=4096)
-def _ghost_style(theme: SpectermTheme, ttype: _TokenType, background_hex: str | None) -> Style:
+def _ghost_style(
+    theme: SpectermTheme, ttype: _TokenType, background_hex: str | None, system: ColorSystem
+) -> Style:
     base = theme.token_style(ttype)
     ghost = theme.ghost
     color = base.color
-    if color is not None and background_hex and ghost.opacity < 1.0 and not color.is_system_defined:
-        fg = Color.from_rich_color(color)
-        blended = Color.parse(background_hex).blend(fg, ghost.opacity)
-        color = blended.rich_color
-    elif color is None and background_hex and ghost.opacity < 1.0:
-        fg = Color.parse("#ffffff" if theme.dark else "#000000")
-        color = Color.parse(background_hex).blend(fg, ghost.opacity * 0.8).rich_color
+    # ANSI colours are the terminal's own and cannot be blended: such themes use `ghost.dim`.
+    if background_hex and not theme.textual.ansi and not (color is not None and color.is_system_defined):
+        background = Color.parse(background_hex)
+        fg = Color.from_rich_color(color) if color is not None else _plain_text_color(theme)
+        color = _visible_blend(theme, fg, background, system).rich_color
     return Style(color=color, italic=ghost.italic or None, dim=ghost.dim or None)
+
+
+def _plain_text_color(theme: SpectermTheme) -> Color:
+    """Text the pygments style leaves uncoloured is drawn in the theme's foreground."""
+    try:
+        return Color.parse(theme.textual.foreground or "")
+    except ColorParseError:
+        return Color.parse("#ffffff" if theme.dark else "#000000")
+
+
+def _visible_blend(theme: SpectermTheme, fg: Color, background: Color, system: ColorSystem) -> Color:
+    """The token colour blended `ghost.opacity` of the way from the background, or less far if
+    the terminal would round that to the background's colour (16 and 256 colours): ghost text
+    that matches the background is invisible."""
+    opacity = theme.ghost.opacity
+    candidates = [background.blend(fg, opacity + (1.0 - opacity) * step / 5) for step in range(6)]
+    candidates += [_plain_text_color(theme), Color.parse("#ffffff" if theme.dark else "#000000")]
+    shown_background = _cell_color(background, system)
+    for candidate in candidates:
+        if _cell_color(candidate, system) != shown_background:
+            return candidate
+    return candidates[-1]
+
+
+def _cell_color(color: Color, system: ColorSystem) -> object:
+    """What a terminal with `system` colours draws for `color` (a palette number or an RGB)."""
+    shown = color.rich_color.downgrade(system)
+    return shown.number if shown.number is not None else shown.triplet
 
 
 def _expect(path: Path, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
@@ -173,6 +218,8 @@ def parse_theme(path: Path, data: dict[str, Any]) -> SpectermTheme:
     variables = _expect(path, "variables", data.get("variables", {}), dict, "a table")
     for key, value in variables.items():
         _expect(path, f"variables.{key}", value, str, "a string")
+    if ansi:
+        variables = {**_ANSI_DEFAULTS[dark], **variables}
     ghost_table = _expect(path, "ghost", data.get("ghost", {}), dict, "a table")
     unknown = set(ghost_table) - _GHOST_KEYS
     if unknown:
@@ -242,6 +289,6 @@ def load_themes(
 
 
 __all__ = [
-    "DEFAULT_THEME", "GhostStyle", "SpectermTheme", "ThemeError", "builtin_theme_dir",
+    "ANSI_THEME", "COLOR_SYSTEMS", "DEFAULT_THEME", "GhostStyle", "SpectermTheme", "ThemeError", "builtin_theme_dir",
     "load_theme_file", "load_themes", "parse_theme", "theme_files", "token_name", "Token",
 ]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+import textual.constants
 
 from specterm.tui.app import SpectermApp
 from specterm.tui.config import load_settings
@@ -29,6 +30,13 @@ TEST_OVERRIDES = {
     "chat.max_tokens": 48,
     "model.ctx": 2048,
 }
+
+
+@pytest.fixture(autouse=True)
+def truecolor_terminal(monkeypatch) -> None:
+    """Apps see a truecolor terminal whatever TERM this machine has (with 16 colours the app picks
+    the ANSI theme by itself); a test about colours sets textual.constants.COLOR_SYSTEM itself."""
+    monkeypatch.setattr(textual.constants, "COLOR_SYSTEM", "truecolor")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 
 import pytest
 
@@ -241,6 +242,30 @@ async def test_saving_over_a_folder_says_so_and_keeps_the_edits(project, setting
         await pilot.pause(0.2)
         assert app.is_running and open_file.dirty
         assert any("not saved" in n.lower() and "notes.md" in n for n in notices(app)[count:])
+
+
+async def test_saving_over_a_read_only_file_asks_first(project, settings_for, env):
+    """A save writes a new file and renames it over the old one, which a read-only file does not
+    stop: ctrl+s replaced a file its owner had marked read-only without a word."""
+    path = project / "notes.md"
+    os.chmod(path, 0o444)
+    app = make_app(settings_for(project, **NO_COMPLETIONS), path, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        open_file = app.active_file
+        await pilot.press("x")
+        await pilot.press("ctrl+s")
+        screen = await dialog(pilot, app)
+        assert "notes.md" in screen.question and "read-only" in screen.question
+        await pilot.press("escape")  # Cancel
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        assert path.read_text() == NOTES and open_file.dirty
+
+        await pilot.press("ctrl+s")
+        await dialog(pilot, app)
+        await answer(pilot, app, "overwrite")
+        await wait_for(pilot, lambda: not open_file.dirty, timeout=10)
+        assert path.read_text() == "x" + NOTES
+        assert stat.S_IMODE(path.stat().st_mode) == 0o444  # still read-only
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")

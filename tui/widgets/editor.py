@@ -762,8 +762,9 @@ class CodeEditor(TextArea):
             theme = self._theme
             bgcolor = theme.base_style.bgcolor if theme and theme.base_style else None
             background = Color.from_rich_color(bgcolor) if bgcolor else None
+            color_system = self.app.console.color_system  # 16 colours: ghost must not match the background
             self._ghost_lines = ghost_texts(
-                self._lexer, self._spectheme, self.document[row][:col], visible, background
+                self._lexer, self._spectheme, self.document[row][:col], visible, background, color_system
             )
             # A multi-line suggestion goes in between: the rest of the cursor line is drawn after
             # its last line, where it will be once accepted.
@@ -772,7 +773,7 @@ class CodeEditor(TextArea):
             if tail:
                 self._ghost_lines[-1].append(tail)
             if marker:
-                self._ghost_lines[-1].append(f"  {marker}", self._spectheme.ghost_token_style(Comment, background))
+                self._ghost_lines[-1].append(f"  {marker}", self._spectheme.ghost_token_style(Comment, background, color_system))
             for line in self._ghost_lines:
                 line.expand_tabs(self.indent_width)
         else:

@@ -466,8 +466,8 @@ class EditorTabs(Vertical):
     async def save_asking(self, open_file: OpenFile) -> bool:
         """Save `open_file`, asking first wherever writing could lose something: over a disk version
         other than the one the user last saw (as loaded, saved or reloaded: whatever happened on
-        disk in between, "Keep my edits" included), or in UTF-8 when the file's encoding cannot
-        hold the text. A save that fails says why and leaves the buffer unsaved. True once
+        disk in between, "Keep my edits" included), over a read-only file, or in UTF-8 when the
+        file's encoding cannot hold the text. A save that fails says why and leaves the buffer unsaved. True once
         written; False when it failed, the user said no, or a save of it is already asking."""
         if open_file.pane_id in self._saving:
             return False
@@ -483,11 +483,14 @@ class EditorTabs(Vertical):
             file.check_writable()
         except FileSaveError as err:
             return self._not_saved(err)
-        if file.changed_on_disk():
+        changed, read_only = file.changed_on_disk(), file.read_only()
+        if changed or read_only:  # one question for both: each asked alone, two dialogs in a row
+            why = [("changed on disk since you last loaded or saved it", changed), ("is read-only", read_only)]
+            stays = " (It stays read-only.)" if read_only else ""
             answer = await self.app.push_screen_wait(
                 ChoiceScreen(
-                    f"{file.path.name} changed on disk since you last loaded or saved it. "
-                    "Overwrite it with your version?",
+                    f"{file.path.name} {' and '.join(w for w, yes in why if yes)}. "
+                    f"Overwrite it with your version?{stays}",
                     [("overwrite", "Overwrite"), ("cancel", "Cancel")],
                 )
             )

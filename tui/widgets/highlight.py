@@ -100,6 +100,7 @@ def ghost_texts(
     line_before_cursor: str,
     ghost: str,
     background: Color | None,
+    color_system: str | None = "truecolor",
 ) -> list[Text]:
     """The ghost text as one rich Text per line, coloured as code in the theme's ghost style.
 
@@ -108,7 +109,7 @@ def ghost_texts(
     """
     lines = [Text() for _ in ghost.split("\n")]
     if lexer is None:
-        style = theme.ghost_token_style(_TEXT, background)
+        style = theme.ghost_token_style(_TEXT, background, color_system)
         for line, part in zip(lines, ghost.split("\n")):
             line.append(part, style)
         return lines
@@ -119,7 +120,7 @@ def ghost_texts(
             skip -= len(value)
             continue
         value, skip = value[skip:], 0
-        style = theme.ghost_token_style(ttype, background)
+        style = theme.ghost_token_style(ttype, background, color_system)
         for i, part in enumerate(value.split("\n")):
             if i:
                 row += 1
