@@ -13,6 +13,11 @@ Both get the prompt as the exact token ids specterm decoded, the same number of 
 warm-up request first (for ngram-mod, whose pool outlives requests, a fresh server per measured run
 that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the server's own
 `predicted_per_second` (generation only, like specterm's).
+
+The servers get specterm's context size, so a context text longer than that (a whole module in a
+tasks file) goes in overlapping pieces that each fit: the session drafter reads it all into its
+memory, and ngram-mod learns every n-gram of a request's prompt, so both see the same text. A task
+whose own prompt and tokens cannot fit is skipped with the reason; the other tasks still run.
 """
 
 from __future__ import annotations
@@ -60,6 +65,27 @@ def binaries_dir() -> Path | None:
     return folder if os.access(folder / SERVER, os.X_OK) else None
 
 
+# A context piece leaves room for the one token its request generates (and a little slack); pieces
+# overlap by more than any n-gram llama.cpp's drafters match, so no n-gram that spans a cut is lost.
+PIECE_SLACK = 8
+PIECE_OVERLAP = 64
+
+
+class TaskDoesNotFit(Exception):
+    """A task's prompt and tokens to generate exceed the server's context: skip it, say why."""
+
+
+def context_pieces(ids: list[int], n_ctx: int) -> list[list[int]]:
+    """`ids` as requests that each fit a context of `n_ctx` tokens: itself when it fits, else
+    overlapping windows that together hold every token and every n-gram of it (none when empty)."""
+    size = max(1, n_ctx - PIECE_SLACK)
+    if len(ids) <= size:
+        return [ids] if ids else []
+    overlap = min(PIECE_OVERLAP, size // 4)
+    step = size - overlap
+    return [ids[start:start + size] for start in range(0, len(ids) - overlap, step)]
+
+
 @dataclass
 class Timing:
     tokens: int
@@ -92,13 +118,27 @@ class Server:
         self.close()
         raise RuntimeError(f"llama-server not ready after {timeout:.0f} s: {self.log_tail()}")
 
+    def n_ctx(self, fallback: int) -> int:
+        """The context one request may fill (`-c` with one slot), as the server reports it."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/props", timeout=10) as r:
+                props = json.loads(r.read())
+            return int(props["default_generation_settings"]["n_ctx"])
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+            return fallback
+
     def complete(self, prompt: list[int], n_predict: int, timeout: float = 600) -> Timing:
         body = json.dumps({"prompt": prompt, "n_predict": n_predict, "temperature": 0.0, "top_k": 1,
                            "seed": 0, "cache_prompt": True, "stream": False}).encode()
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion", data=body,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            data = json.loads(r.read())
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                data = json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            if err.code == 400:  # the server's own words: "the request exceeds the available context size"
+                raise TaskDoesNotFit(f"llama-server refused it: {_error_text(err)}") from None
+            raise
         t = data.get("timings", {})
         return Timing(int(t.get("predicted_n", 0)), float(t.get("predicted_per_second", 0.0)),
                       int(t.get("draft_n", 0)), int(t.get("draft_n_accepted", 0)))
@@ -147,11 +187,12 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
             specterm_speedups: dict[str, float | None], *, repeat: int = 1,
             on_progress: ProgressFn | None = None) -> dict:
     """Plain and speculative llama-server on each (name, kind, prompt ids, tokens to generate[,
-    context ids]); each context text goes first as an earlier request (one token generated), as
-    the session saw it before the task.
+    context ids]); each context text goes first as earlier requests (one token generated each, in
+    pieces when it is longer than the server's context), as the session saw it before the task.
 
     Returns the JSON section of the bench report; {"skipped": why} when the binaries are absent,
-    the draft kind has no llama.cpp counterpart, or a server fails."""
+    the draft kind has no llama.cpp counterpart, or a server fails; a task that does not fit the
+    server's context is listed under "skipped_tasks" with why, and the others are compared."""
     show = on_progress or (lambda msg, done, total: None)
     folder = binaries_dir()
     if folder is None:
@@ -179,32 +220,43 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
         plain_server = Server(folder / SERVER, common)
         if not remembers:
             spec_server = Server(folder / SERVER, [*common, *spec])
-        rows = []
+        n_ctx = plain_server.n_ctx(settings.target.ctx)
+        rows: list[dict] = []
+        skipped: list[dict] = []
         total = len(tasks) * (1 + repeat)
         done = 0
         for i, (name, kind, prompt, n_predict, *rest) in enumerate(tasks):
-            context = rest[0] if rest else []
-            for earlier in context:
-                plain_server.complete(earlier, 1)
-            plain_server.complete(prompt, n_predict)  # warm-up: prompt in the cache, pages touched
-            if remembers:
-                fresh_spec(context, prompt)
-            else:
+            context = [piece for ids in (rest[0] if rest else []) for piece in context_pieces(ids, n_ctx)]
+            try:
+                if len(prompt) + n_predict > n_ctx:
+                    raise TaskDoesNotFit(f"its prompt ({len(prompt)} tokens) and {n_predict} tokens to generate "
+                                         f"do not fit llama-server's context of {n_ctx} tokens")
                 for earlier in context:
-                    spec_server.complete(earlier, 1)
-                spec_server.complete(prompt, n_predict)
-            done += 1
-            show(f"{name}: warm-up", done, total)
-            plain_runs: list[Timing] = []
-            spec_runs: list[Timing] = []
-            for r in range(repeat):
-                if remembers and r > 0:
+                    plain_server.complete(earlier, 1)
+                plain_server.complete(prompt, n_predict)  # warm-up: prompt in the cache, pages touched
+                if remembers:
                     fresh_spec(context, prompt)
-                order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
-                for srv in order:
-                    (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
+                else:
+                    for earlier in context:
+                        spec_server.complete(earlier, 1)
+                    spec_server.complete(prompt, n_predict)
                 done += 1
-                show(f"{name} ({r + 1}/{repeat})", done, total)
+                show(f"{name}: warm-up", done, total)
+                plain_runs: list[Timing] = []
+                spec_runs: list[Timing] = []
+                for r in range(repeat):
+                    if remembers and r > 0:
+                        fresh_spec(context, prompt)
+                    order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
+                    for srv in order:
+                        (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
+                    done += 1
+                    show(f"{name} ({r + 1}/{repeat})", done, total)
+            except TaskDoesNotFit as err:
+                skipped.append({"name": name, "why": str(err)})
+                done = (i + 1) * (1 + repeat)
+                show(f"{name}: skipped", done, total)
+                continue
             p_tps = _pooled_tps(plain_runs)
             s_tps = _pooled_tps(spec_runs)
             drafted = sum(t.drafted for t in spec_runs)
@@ -216,17 +268,28 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
                          "acceptance": _r(accepted / drafted) if drafted else None,
                          "num_draft_tokens": drafted, "num_accepted_tokens": accepted,
                          "specterm_speedup": mine,
-                         "ratio": _r(mine / speedup) if mine and speedup else None})
+                         "ratio": _r(mine / speedup) if mine and speedup else None,
+                         "context_requests": len(context)})
     except (RuntimeError, OSError, urllib.error.URLError, ValueError) as err:
         return {"skipped": f"llama-server failed: {err}", "program": what}
     finally:
         for srv in (plain_server, spec_server):
             if srv is not None:
                 srv.close()
-    return {"program": what, "binaries": str(folder), "repeat": repeat, "tasks": rows,
+    return {"program": what, "binaries": str(folder), "repeat": repeat, "n_ctx": n_ctx, "tasks": rows,
+            "skipped_tasks": skipped,
             "speedup": _r(geometric_mean(r["speedup"] for r in rows)),
             "specterm_speedup": _r(geometric_mean(r["specterm_speedup"] for r in rows)),
             "ratio": _r(geometric_mean(r["ratio"] for r in rows))}
+
+
+def _error_text(err: urllib.error.HTTPError) -> str:
+    """The message inside llama-server's JSON error reply, else the status line."""
+    try:
+        body = json.loads(err.read() or b"{}")
+        return str(body["error"]["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"HTTP {err.code} {err.reason}"
 
 
 def _pooled_tps(runs: list[Timing]) -> float | None:

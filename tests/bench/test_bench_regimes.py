@@ -92,3 +92,83 @@ def test_compare_llama_cpp_runs_llama_server_side_by_side(bench, tmp_path: Path,
     if draft == "self":  # the demo model drafting for itself: llama.cpp drafts and accepts
         assert sum(r["num_draft_tokens"] for r in cmp["tasks"]) > 0
     assert "llama.cpp comparison" in proc.stderr and "specterm / llama.cpp" in proc.stderr
+
+
+def _module(functions: int) -> str:
+    """A whole module as a session's context: far longer than the tiny runs' 1024-token context."""
+    return "".join(f"def handler_{i}(request, response):\n    value = request.get('field_{i}', {i})\n"
+                   f"    response.write(value * {i})\n    return response\n\n\n" for i in range(functions))
+
+
+@pytest.mark.skipif(binaries_dir() is None, reason="llama.cpp binaries not built (bench/build_llama_cpp.sh)")
+def test_compare_llama_cpp_takes_a_context_longer_than_the_servers(tmp_path: Path):
+    """Issue #33: a tasks file whose context is a whole module made llama-server answer 400 and the
+    whole comparison was dropped. The context goes to the server in pieces that fit its context."""
+    home = tmp_path / "home"
+    (home / ".config" / "specterm").mkdir(parents=True)
+    (home / ".config" / "specterm" / "config.toml").write_text("[model]\nthreads = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECTERM")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), SPECTERM_LLAMA_CPP_BIN=str(binaries_dir()))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(json.dumps(t) for t in [
+        {"name": "after-a-module", "kind": "continuation", "prompt": "def handler_7(request, response):\n",
+         "max_tokens": 8, "context": [_module(120)]},
+        {"name": "short-context", "kind": "continuation", "prompt": "def handler_2(request, response):\n",
+         "max_tokens": 8, "context": [_module(3)]},
+    ]) + "\n")
+    proc = subprocess.run([str(SPECTERM), "bench", "--json", "--compare-llama-cpp", "--draft", "session",
+                           "--tasks-file", str(tasks), "--no-costs", *TINY], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    cmp = json.loads(proc.stdout)["llama_cpp"]
+    assert "skipped" not in cmp, cmp
+    rows = {r["name"]: r for r in cmp["tasks"]}
+    assert set(rows) == {"after-a-module", "short-context"}, cmp
+    long_row = rows["after-a-module"]
+    assert long_row["context_requests"] > 1  # the module went in pieces that fit 1024 tokens
+    assert rows["short-context"]["context_requests"] == 1
+    for row in rows.values():
+        assert row["plain_tps"] > 0 and row["spec_tps"] > 0
+    assert cmp.get("skipped_tasks", []) == []
+    assert "skipped" not in proc.stderr
+
+
+@pytest.mark.skipif(binaries_dir() is None, reason="llama.cpp binaries not built (bench/build_llama_cpp.sh)")
+def test_compare_llama_cpp_skips_a_task_that_cannot_fit_and_compares_the_rest(demo_path):
+    """A task whose own prompt and tokens exceed llama-server's context is skipped with the reason;
+    the comparison of the other tasks still comes back (never one error for the whole run)."""
+    from specterm.engine.bench.llama_cpp import compare
+    from specterm.engine.settings import DraftSettings, EngineSettings, ModelSettings
+
+    settings = EngineSettings(target=ModelSettings(path=demo_path, ctx=512, threads=1, gpu_layers=0),
+                              draft=DraftSettings(kind="lookup"))
+    ids = [1000 + (i % 700) for i in range(600)]  # any token ids of the demo's vocabulary
+    tasks = [("too-long", "continuation", ids, 4, []),
+             ("fits", "continuation", ids[:40], 4, [ids[:300], ids])]  # a context longer than 512 too
+    result = compare(settings, demo_path, tasks, {"fits": 1.0, "too-long": 1.0})
+    assert "skipped" not in result, result
+    assert result["n_ctx"] == 512
+    (skipped,) = result["skipped_tasks"]
+    assert skipped["name"] == "too-long"
+    assert "600 tokens" in skipped["why"] and "512" in skipped["why"], skipped
+    (row,) = result["tasks"]
+    assert row["name"] == "fits" and row["plain_tps"] > 0 and row["spec_tps"] > 0
+    assert row["context_requests"] == 3  # 300 tokens in one piece, 600 in two that overlap
+
+
+@pytest.mark.parametrize("length", [0, 1, 503, 504, 505, 1500, 5000])
+def test_context_pieces_fit_and_keep_every_ngram(length: int):
+    """Each piece fits a 512-token context with its one generated token; together they hold every
+    25-token window (ngram-mod matches 24 tokens and learns the one after) of the text."""
+    from specterm.engine.bench.llama_cpp import context_pieces
+
+    ids = list(range(length))
+    pieces = context_pieces(ids, 512)
+    assert all(len(p) + 1 <= 512 for p in pieces)
+    if length <= 504:
+        assert pieces == ([ids] if ids else [])  # nothing to send for an empty text
+    else:
+        assert len(pieces) > 1
+    for start in range(max(0, length - 25) + 1 if length else 0):
+        window = ids[start:start + 25]
+        assert any(p[0] <= window[0] and window[-1] <= p[-1] for p in pieces if p), start

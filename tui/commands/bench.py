@@ -310,6 +310,8 @@ def compare_with_llama_cpp(bench, data: dict, engine_settings, tasks, args, prog
     progress.clear()
     if result.get("skipped"):
         print(f"bench: llama.cpp comparison skipped: {result['skipped']}", file=sys.stderr)
+    for task in result.get("skipped_tasks", []):
+        print(f"bench: llama.cpp comparison skipped task {task['name']}: {task['why']}.", file=sys.stderr)
     return result
 
 
@@ -403,6 +405,8 @@ def write_llama_cpp(cmp: dict, out: TextIO) -> None:
         out.write(f"{r['name'][:26]:<26} {_f(r['plain_tps'], '.1f'):>15} {_f(r['spec_tps'], '.1f'):>14} "
                   f"{_x(r['speedup']):>13} {_f(r['acceptance'], '.0%'):>12} {_x(r['specterm_speedup']):>16} "
                   f"{_f(r['ratio'], '.2f'):>6}\n")
+    for task in cmp.get("skipped_tasks", []):
+        out.write(f"{task['name'][:26]:<26} skipped: {task['why']}\n")
     out.write(f"geometric mean: llama.cpp {_x(cmp.get('speedup'))}, specterm {_x(cmp.get('specterm_speedup'))}, "
               f"specterm / llama.cpp {_f(cmp.get('ratio'), '.2f')}\n")
 
