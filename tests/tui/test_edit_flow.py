@@ -198,8 +198,8 @@ async def test_apply_from_chat_is_a_reviewed_merge_not_a_paste(circle, settings_
         await _ready(pilot, app)
         editor = app.active_editor
         editor.move_cursor((0, 0))
-        block = "def perimeter(radius):\n    ...\n    return math.tau * radius\n"
-        app.chat.history.append(Exchange("use tau", answer=f"Like this:\n```python\n{block}```\n", finished=True))
+        block = 'def perimeter(radius):\n    """The circumference."""\n    ...\n'  # a fragment: merged
+        app.chat.history.append(Exchange("document it", answer=f"Like this:\n```python\n{block}```\n", finished=True))
         await pilot.press("alt+a")
         await wait_for(pilot, lambda: app.edits.request is not None, 10)
         request = app.edits.request

@@ -140,9 +140,9 @@ class EditFlow:
     def apply_chat_block(self) -> None:
         """The last answer's last code block merged into the selection, the function it
         redefines, or the file: the same reviewable diff as an edit."""
-        block = self.app.chat.last_code_block()
+        block, why_not = self.app.chat.usable_code_block()
         if block is None:
-            self.app.notify("No code block in the last answer.", severity="warning", timeout=3)
+            self.app.notify(f"Not applied: {why_not}.", severity="warning", timeout=6)
             return
         editor = self._ready_editor()
         if editor is None:
@@ -179,13 +179,14 @@ class EditFlow:
                 return
             async for event in engine.stream(request):
                 self.app._engine_event("edit", event)
+                if isinstance(event, Finished):
+                    self.finished = event
                 if review.ended:
                     continue  # stopped: wait for the engine's end, show nothing
                 if isinstance(event, TextDelta):
                     text += event.text
                     review.stream_text(text)
                 elif isinstance(event, Finished):
-                    self.finished = event
                     if event.answered:
                         review.finish(event.text, cut=event.reason == "length")
                         if review.ended:

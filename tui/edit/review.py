@@ -60,6 +60,7 @@ class EditReview(Vertical, can_focus=True):
         self.streaming = True
         self.ended = False
         self.unmounted = False
+        self._text = ""
         self._redraw: Timer | None = None
         self.view = DiffView(editor, target, self.diff)
 
@@ -83,15 +84,17 @@ class EditReview(Vertical, can_focus=True):
     # -- streaming --------------------------------------------------------------------------------
 
     def stream_text(self, text: str) -> None:
-        """The rewrite so far (redrawn in batches)."""
-        self.diff.update(text, final=False)
+        """The rewrite so far: diffed and redrawn in batches (the first text at once), so the UI
+        thread does not take the engine's core for every token."""
+        self._text = text
         if self._redraw is None:
-            self._redraw = self.set_timer(REDRAW_S, self._redraw_now)
+            self._redraw = self.set_timer(REDRAW_S if self.diff.new_text else 0, self._redraw_now)
 
     def _redraw_now(self) -> None:
         self._redraw = None
         if not self.streaming:
             return
+        self.diff.update(self._text, final=False)
         self.view.update_diff()
         newest = self.diff.newest_change()
         if newest is not None:
