@@ -161,16 +161,16 @@ class Theming:
         wanted = self.current
         ansi = self.set.themes.get(ANSI_THEME)
         if self.app.console.color_system in ("standard", "windows") and not wanted.textual.ansi and ansi:
-            self.app.notify(f"This terminal shows only 16 colours: using the {ANSI_THEME} theme instead of "
-                            f"{wanted.name}. (TERM=xterm-256color or COLORTERM=truecolor where the terminal has more.)",
-                            title="Theme", timeout=10)
+            self.app.notify(f"This terminal shows only 16 colours, so {ANSI_THEME} is used for this session "
+                            f"instead of {wanted.name}. Where your terminal shows more, set TERM=xterm-256color "
+                            "or COLORTERM=truecolor.", title="Theme", timeout=10)
             wanted = ansi
         if self.apply(wanted):
             return
         default = self.set.themes[DEFAULT_THEME]
         self.app.notify(f"Using {DEFAULT_THEME} instead of {wanted.name}.", title="Theme", severity="warning", timeout=12)
         if not self.apply(default):
-            raise RuntimeError("specterm's default theme does not load; reinstall specterm")
+            self._show(default)  # nothing better to fall back to: Textual's own error says the rest
 
     def apply(self, theme: SpectermTheme, *, persist: bool = False) -> bool:
         """Apply `theme` (and save the choice with `persist`); a theme the stylesheet cannot be built
@@ -183,6 +183,16 @@ class Theming:
             app.notify(f"Theme {theme.name} cannot be used: {problem}.{saved}", title="Theme not applied",
                        severity="error", timeout=12)
             return False
+        self._show(theme)
+        if persist:
+            try:
+                self.set.persist(app.user_config, theme.name)
+            except Exception as err:  # persisting is a convenience: never fail the switch
+                app.notify(f"Theme applied but not saved: {err}", severity="warning", timeout=8)
+        return True
+
+    def _show(self, theme: SpectermTheme) -> None:
+        app = self.app
         self.current = theme
         app.register_theme(theme.textual)
         if app.theme == theme.name:
@@ -191,12 +201,6 @@ class Theming:
             app.theme = theme.name
         if app.is_mounted:
             app.editor_tabs.apply_theme(theme)
-        if persist:
-            try:
-                self.set.persist(app.user_config, theme.name)
-            except Exception as err:  # persisting is a convenience: never fail the switch
-                app.notify(f"Theme applied but not saved: {err}", severity="warning", timeout=8)
-        return True
 
     def switch(self, name: str) -> None:
         theme = self.set.themes.get(theme_name(name))
