@@ -145,8 +145,11 @@ def _ghost_style(
     # ANSI colours are the terminal's own and cannot be blended: such themes use `ghost.dim`.
     if background_hex and not theme.textual.ansi and not (color is not None and color.is_system_defined):
         background = Color.parse(background_hex)
-        fg = Color.from_rich_color(color) if color is not None else _plain_text_color(theme)
-        color = _visible_blend(theme, fg, background, system).rich_color
+        if color is not None:
+            color = _visible_blend(theme, Color.from_rich_color(color), background, system, ghost.opacity).rich_color
+        elif ghost.opacity < 1.0:  # text the style leaves uncoloured: a shade towards white or black
+            plain = Color.parse("#ffffff" if theme.dark else "#000000")
+            color = _visible_blend(theme, plain, background, system, ghost.opacity * 0.8).rich_color
     return Style(color=color, italic=ghost.italic or None, dim=ghost.dim or None)
 
 
@@ -158,11 +161,10 @@ def _plain_text_color(theme: SpectermTheme) -> Color:
         return Color.parse("#ffffff" if theme.dark else "#000000")
 
 
-def _visible_blend(theme: SpectermTheme, fg: Color, background: Color, system: ColorSystem) -> Color:
-    """The token colour blended `ghost.opacity` of the way from the background, or less far if
-    the terminal would round that to the background's colour (16 and 256 colours): ghost text
-    that matches the background is invisible."""
-    opacity = theme.ghost.opacity
+def _visible_blend(theme: SpectermTheme, fg: Color, background: Color, system: ColorSystem, opacity: float) -> Color:
+    """`fg` blended `opacity` of the way from the background, or further if the terminal would
+    round that to the background's colour (16 and 256 colours): ghost text that matches the
+    background is invisible."""
     candidates = [background.blend(fg, opacity + (1.0 - opacity) * step / 5) for step in range(6)]
     candidates += [_plain_text_color(theme), Color.parse("#ffffff" if theme.dark else "#000000")]
     shown_background = _cell_color(background, system)
