@@ -106,7 +106,7 @@ class SpectermApp(App[int]):
         self._held_keys: list[events.Key] | None = None  # typed while a file chosen in the tree opens
         self._hold_timer: Timer | None = None
         self.completer = Completer(
-            CompletionOptions.from_config(settings.completion),
+            CompletionOptions.from_config(settings.completion, settings.keys),
             event_sink=self._engine_event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
@@ -451,7 +451,7 @@ class SpectermApp(App[int]):
             return
         old = self.settings
         self.settings = fresh
-        self.completer.options = CompletionOptions.from_config(fresh.completion)
+        self.completer.options = CompletionOptions.from_config(fresh.completion, fresh.keys)
         self.status_model.show_stats = fresh.ui.show_stats
         self.status_bar.mark_dirty()
         self.chat.system_prompt = fresh.chat.system_prompt

@@ -146,6 +146,15 @@ class UIConfig:
 
 
 @dataclass(frozen=True)
+class KeysConfig:
+    """Keys that accept a shown suggestion, each a comma-separated list of key names ("" none)."""
+
+    accept: str
+    accept_word: str
+    accept_line: str
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     backend: str
     url: str
@@ -161,6 +170,7 @@ SECTIONS: dict[str, type] = {
     "chat": ChatConfig,
     "generate": GenerateConfig,
     "ui": UIConfig,
+    "keys": KeysConfig,
     "engine": EngineConfig,
 }
 
@@ -200,6 +210,51 @@ def _between(low: float, high: float) -> Callable[[Any], str | None]:
     return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
 
 
+# Key names for [keys]: Textual's names, a modifier or more and a key, e.g. "ctrl+right".
+KEY_MODIFIERS = ("ctrl", "alt", "shift", "meta", "super", "hyper")
+NAMED_KEYS = frozenset(
+    ["tab", "end", "home", "left", "right", "up", "down", "pageup", "pagedown", "insert", "delete",
+     "backspace", "enter", "space"] + [f"f{i}" for i in range(1, 25)]
+)
+
+
+def key_names(value: str) -> tuple[str, ...]:
+    """The key names in a [keys] value ("tab, end" -> ("tab", "end")); raises ValueError saying
+    what is wrong with one. Escape stays the dismiss key; a key that types a character (a letter,
+    space) without ctrl or alt cannot accept, since typing it would."""
+    names = []
+    for raw in value.split(","):
+        name = raw.strip().lower()
+        if not name:
+            if value.strip():
+                raise ValueError("has an empty key name between commas")
+            continue
+        *mods, key = name.split("+")
+        if not key or any(m not in KEY_MODIFIERS for m in mods) or len(set(mods)) < len(mods):
+            raise ValueError(f'names an unknown key "{raw.strip()}" (modifiers: {", ".join(KEY_MODIFIERS)})')
+        if key == "escape":
+            raise ValueError('may not use "escape": it dismisses the suggestion')
+        if key not in NAMED_KEYS and not (len(key) == 1 and key.isprintable()):
+            close = difflib.get_close_matches(key, sorted(NAMED_KEYS), n=1)
+            hint = f'; did you mean "{"+".join([*mods, close[0]])}"?' if close else ""
+            raise ValueError(f'names an unknown key "{raw.strip()}"{hint}')
+        if (len(key) == 1 or key == "space") and not {"ctrl", "alt", "meta", "super", "hyper"} & set(mods):
+            raise ValueError(f'may not use "{raw.strip()}": it types a character')
+        names.append(name)
+    return tuple(names)
+
+
+def _keys() -> Callable[[Any], str | None]:
+    def check(value: str) -> str | None:
+        try:
+            key_names(value)
+        except ValueError as err:
+            return f'{err} (key names look like "tab", "end", "ctrl+right", "alt+l")'
+        return None
+
+    return check
+
+
 RANGES: dict[str, Callable[[Any], str | None]] = {
     "model.gpu_layers": _at_least(-1),
     "model.draft_gpu_layers": _at_least(-1),
@@ -227,6 +282,9 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "completion.predict_ms": _at_least(0),
     "chat.max_tokens": _at_least(1),
     "generate.max_tokens": _at_least(1),
+    "keys.accept": _keys(),
+    "keys.accept_word": _keys(),
+    "keys.accept_line": _keys(),
 }
 
 _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
@@ -261,6 +319,7 @@ class Settings:
     chat: ChatConfig
     generate: GenerateConfig
     ui: UIConfig
+    keys: KeysConfig
     engine: EngineConfig
     sources: tuple[ConfigSource, ...] = ()
     origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -645,6 +704,15 @@ def _check_consistency(merged: Mapping[str, Any], origins: Mapping[str, str]) ->
                 f"'{low}' ({merged[low]}, from {origins.get(low, BUILTIN_LABEL)}) must not exceed "
                 f"'{high}' ({merged[high]}, from {origins.get(high, BUILTIN_LABEL)})."
             )
+    taken: dict[str, str] = {}
+    for dotted in ("keys.accept", "keys.accept_word", "keys.accept_line"):
+        for name in key_names(merged[dotted]):
+            if name in taken:
+                raise ConfigError(
+                    f"'{dotted}' (from {origins.get(dotted, BUILTIN_LABEL)}) and '{taken[name]}' (from "
+                    f"{origins.get(taken[name], BUILTIN_LABEL)}) both use \"{name}\": give each key one action."
+                )
+            taken[name] = dotted
     if merged["engine.backend"] == "openai":  # a URL that cannot work is a config error, not a hang
         from specterm.engine.remote.url import normalise_url  # plain urllib: no HTTP client loaded
 

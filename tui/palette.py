@@ -12,14 +12,19 @@ if TYPE_CHECKING:
 
 
 def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
-    def editor_action(name: str) -> Callable[[], None]:
-        def run() -> None:
+    def editor_action(name: str) -> Callable[..., None]:
+        def run(*args) -> None:
             editor = app.active_editor
             if editor is not None:
-                getattr(editor, f"action_{name}")()
+                getattr(editor, f"action_{name}")(*args)
                 editor.focus()
 
         return run
+
+    def keys(action: str) -> str:
+        """ " (tab)": the keys `[keys]` gives an accept action, as the help text's ending."""
+        names = [key for key, act in app.completer.options.accept_keys.items() if act == action]
+        return f" ({', '.join(names)})" if names else " (no key: [keys] in config.toml)"
 
     commands: list[tuple[str, str, Callable]] = [
         ("Save file", "Write the active file to disk (ctrl+s)", app.action_save),
@@ -33,9 +38,14 @@ def palette_commands(app: "SpectermApp") -> Iterable[SystemCommand]:
         ("Edit by instruction", "Rewrite the selection, or the block at the cursor, as you say; review the diff (ctrl+r)",
          app.action_edit),
         ("Complete now", "Ask for an inline suggestion at the cursor (ctrl+space)", editor_action("complete")),
-        ("Accept suggestion", "Insert the whole suggestion (Tab)", editor_action("accept_completion")),
-        ("Accept next word", "Insert the suggestion's next word (ctrl+right)", editor_action("accept_word")),
-        ("Accept next line", "Insert the suggestion's next line (End)", editor_action("accept_line")),
+        ("Accept suggestion", f"Insert the whole suggestion{keys('accept_completion')}",
+         editor_action("accept_completion")),
+        ("Accept next word", f"Insert the suggestion's next word{keys('accept_word')}", editor_action("accept_word")),
+        ("Accept next line", f"Insert the suggestion's next line{keys('accept_line')}", editor_action("accept_line")),
+        ("Next alternative suggestion", "Show the next alternative to the suggestion (alt+], alt+n)",
+         lambda: editor_action("alternative")(1)),
+        ("Previous alternative suggestion", "Show the previous alternative to the suggestion (alt+[, alt+p)",
+         lambda: editor_action("alternative")(-1)),
         ("Dismiss suggestion", "Hide the suggestion and stop its request (Esc)", editor_action("dismiss_completion")),
         ("Find next", "Go to the next match (F3)", app.action_find_next),
         ("Quit", "Leave specterm, asking about unsaved changes (ctrl+q)", lambda: app.run_action("quit")),

@@ -269,6 +269,7 @@ class Replay:
         gap = 1.0 / self.opts.cps
         at = self.watch.key()
         editor.move_cursor(self._location(region.start))
+        editor.action_complete()  # a move alone asks for nothing: a user there asks (ctrl+space)
         self.watch.handled()
         await self._pause(pilot, editor, at, ahead=self.text[region.start:region.end], jump=True)
         i = region.start
@@ -316,8 +317,9 @@ class Replay:
         line = self.text[i:end].split("\n", 1)[0]
         want = line[: len(line) - len(line.lstrip(" \t"))]
         while auto and not want.startswith(auto):
-            await self._press(pilot, "backspace")
-            auto = auto[:-1]
+            await self._press(pilot, "backspace")  # (one level of leading spaces at a time)
+            row, col = editor.cursor_location
+            auto = editor.document[row][:col]
         return len(auto)
 
     async def _accept(self, pilot, editor: CodeEditor, key: str, piece: str) -> int:

@@ -14,6 +14,7 @@ async def shown_with_alternatives(pilot, app):
     await wait_for(pilot, app.engine_ready.is_set)
     editor = app.active_editor
     editor.move_cursor(CURSOR_AFTER_DEF)
+    editor.action_complete()  # a move alone asks for nothing (issue 33)
     await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending)
     return editor
 

@@ -33,6 +33,7 @@ from textual.keys import _character_to_key
 
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.widgets.editor_tabs import OpenFile
+from specterm.tui.widgets.indentation import dedent_to
 
 from .conftest import make_app, wait_for
 
@@ -88,6 +89,17 @@ class Snapshot:
         return snap
 
 
+def backspace_to(before: Snapshot, text: str) -> int:
+    """Where Backspace at `before.start` (no selection) deletes back to: one character, or in the
+    leading spaces of a line one level of the file's indentation (tui/widgets/indentation.py)."""
+    at = before.start
+    line_start = text.rfind("\n", 0, at) + 1
+    editor = before.active.editor
+    if at > line_start and editor.indent_type == "spaces" and not text[line_start:at].strip(" "):
+        return line_start + dedent_to(at - line_start, editor.indent_width)
+    return max(0, at - 1)
+
+
 @dataclass
 class Walk:
     app: object
@@ -122,8 +134,9 @@ class Walk:
                     f"keystroke {key!r} lost or misplaced: before {text!r} cursor {before.start}-{before.end}, "
                     f"after {after!r}, cursor now {before.active.editor.selection}")
             elif kind == "backspace":
-                expected = head + tail if before.start != before.end else text[: max(0, before.start - 1)] + tail
-                assert after == expected, "Backspace did not delete exactly one character or the selection"
+                expected = head + tail if before.start != before.end else text[: backspace_to(before, text)] + tail
+                assert after == expected, ("Backspace did not delete exactly one character, one level of "
+                                           "leading spaces or the selection")
             elif kind == "delete":
                 expected = head + tail if before.start != before.end else head + text[before.end + 1:]
                 assert after == expected, "Delete did not delete exactly one character or the selection"

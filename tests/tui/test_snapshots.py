@@ -42,6 +42,7 @@ def snapshot_app(root, settings_for, env) -> tuple[SpectermApp, object]:
         editor = app.active_editor
         editor.cursor_blink = False
         editor.move_cursor(CURSOR_AFTER_DEF)
+        editor.action_complete()  # a move alone asks for nothing
         await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending, timeout=60)
         alts = editor._ghost.alternatives  # computed after the suggestion: wait for all of them ("1/3")
         await wait_for(pilot, lambda: alts is None or alts.done, timeout=60)

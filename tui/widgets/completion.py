@@ -10,16 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
-from typing import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import AsyncIterator, Callable, Mapping
 
 from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished, Stats, TextDelta
 from specterm.engine.completion import worth_caching
 
+from ..config import key_names
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
 from .suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
 
 EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
+
+
+DEFAULT_ACCEPT_KEYS = MappingProxyType({"tab": "accept_completion", "ctrl+right": "accept_word",
+                                        "end": "accept_line"})
+ACCEPT_ACTIONS = {"accept": "accept_completion", "accept_word": "accept_word", "accept_line": "accept_line"}
+
+
+def accept_keys(keys) -> Mapping[str, str]:
+    """Key name -> editor action from the `[keys]` section (validated by the config loader)."""
+    return MappingProxyType({name: action for option, action in ACCEPT_ACTIONS.items()
+                             for name in key_names(getattr(keys, option))})
 
 
 @dataclass(frozen=True)
@@ -34,10 +47,15 @@ class CompletionOptions:
     max_line_suffix: int = 8  # no automatic suggestion before more text than this on the line
     time_budget_s: float | None = 3.0
     predict_budget_s: float | None = 0.5
+    # key name -> the editor action it runs while a suggestion is shown ([keys] in config.toml)
+    accept_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(DEFAULT_ACCEPT_KEYS))
 
     @classmethod
-    def from_config(cls, config) -> "CompletionOptions":  # config: tui.config.CompletionConfig
+    def from_config(cls, config, keys=None) -> "CompletionOptions":
+        """From `[completion]` (tui.config.CompletionConfig) and `[keys]` (KeysConfig; None: the
+        default keys)."""
         return cls(
+            accept_keys=DEFAULT_ACCEPT_KEYS if keys is None else accept_keys(keys),
             auto=config.auto,
             debounce_s=config.debounce_ms / 1000.0,
             max_tokens=config.max_tokens,

@@ -7,7 +7,8 @@ document down), each coloured like code in the theme's dimmed ghost style.
 
 Lifecycle of a suggestion:
 - a pause in typing (debounce) or the complete key starts a request; the cache may answer at once;
-- text streams in token by token and is shown as it arrives;
+  a cursor move alone asks for nothing (its prompt is only read ahead), so End and ctrl+right
+  after a move move the cursor;
 - text streams in token by token and is shown by the same rules as the finished text
   (`live_completion`), so a shown suggestion never vanishes unless the text under it changes;
 - once shown in full, the next suggestion is computed as if it were accepted (prefetch); Tab then
@@ -15,7 +16,8 @@ Lifecycle of a suggestion:
 - typing characters that match the suggestion consumes them (no new request);
 - any other edit, cursor move, Esc or focus loss dismisses it and cancels the engine request and
   the prefetch;
-- Tab accepts all, ctrl+right the next word, End the next line; each accept is one undo step;
+- Tab accepts all, ctrl+right the next word, End the next line (`[keys]` in config.toml); each
+  accept is one undo step;
 - once it has finished, the next suggestion is prefetched (as if accepted), then alternatives are
   computed while nothing changes (tui/widgets/alternatives.py) and Alt+] / Alt+[ (alt+n / alt+p)
   cycle them.
@@ -28,6 +30,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from pygments.token import Comment
 from rich.segment import Segment
@@ -50,10 +53,11 @@ from specterm.engine.completion import live_completion
 from ..themes import SpectermTheme
 from . import alternatives
 from .alternatives import Alternatives
-from .completion import Completer
+from .completion import DEFAULT_ACCEPT_KEYS, Completer
 from .debounce import AdaptiveDebounce
 from .document import BlockLines, EditorDocument, UnwrappedDocument
 from .ghost import cache_key, next_line, next_word, visible_ghost
+from .indentation import detect_indentation, dedent_to
 from .highlight import (
     WHOLE_FILE_LINES,
     WINDOW_MARGIN_LINES,
@@ -75,6 +79,7 @@ PREFIX_ROWS, SUFFIX_ROWS = 400, 120  # the rows around the cursor a completion r
 # line would change the prompt's start, and the model would read it all again (3,700 tokens, 15 s
 # for the demo model on 2 cores, past row 400 of a file).
 PREFIX_STEP = 100
+SAMPLE_CHARS = 200_000  # the start of a file its indentation is read from
 INCREMENTAL_HIGHLIGHT_LINES = 100  # above this, keystrokes re-lex only the edited lines at once (6-20 ms a 4 KB file)
 FULL_HIGHLIGHT_DELAY_S = 0.3
 # The pass after a pause waits while a suggestion generates, at most this long from the pause: it
@@ -196,8 +201,8 @@ class CodeEditor(TextArea):
         # Rendered rows now outlive edits elsewhere (`_forget_rendered_row`): Textual's 1,024 kept
         # strips were 1.6 MB per editor; a few screens' worth is what scrolling back reuses.
         self._line_cache.maxsize = LINE_CACHE_ROWS
+        self._follow_indentation(text)
         self._set_document(text, None)
-        self.indent_type = "tabs" if "\t" in text[:4096] and "\n    " not in text[:4096] else "spaces"
         self.apply_theme(theme)
 
     @property
@@ -341,6 +346,11 @@ class CodeEditor(TextArea):
         return self._ghost.source if self._ghost is not None else None
 
     @property
+    def accept_keys(self) -> Mapping[str, str]:
+        """Key name -> accept action while a suggestion is shown (`[keys]` in config.toml)."""
+        return self.completer.options.accept_keys if self.completer is not None else DEFAULT_ACCEPT_KEYS
+
+    @property
     def completion_pending(self) -> bool:
         """A debounce timer or an engine request is under way."""
         return (self._debounce is not None) or (self._ghost is not None and self._ghost.streaming)
@@ -432,10 +442,11 @@ class CodeEditor(TextArea):
             event.prevent_default()
             self.action_alternative(ALTERNATIVE_KEYS[event.key])
             return
-        if self._ghost_visible and event.key == "tab":
+        accept = self.accept_keys.get(event.key) if self._ghost_visible else None
+        if accept is not None:
             event.stop()
             event.prevent_default()
-            self.action_accept_completion()
+            await self.run_action(accept)
             return
         if event.key == "escape":
             event.prevent_default()  # TextArea's own Esc moves the focus on: the next keys went nowhere
@@ -467,6 +478,15 @@ class CodeEditor(TextArea):
         await self.run_action(active.binding.action)
         return True
 
+    def action_delete_left(self) -> None:
+        """Backspace: in leading spaces, one level of the file's indentation; else TextArea's."""
+        row, col = self.selection.end
+        if (not self.read_only and self.selection.is_empty and self.indent_type == "spaces" and col
+                and not self.document[row][:col].strip(" ")):
+            self._delete_via_keyboard((row, dedent_to(col, self.indent_width)), (row, col))
+            return
+        super().action_delete_left()
+
     def _next_line_indent(self) -> str:
         """Keep the cursor line's indentation; one level more after an opening `:` or bracket."""
         row, col = self.cursor_location
@@ -475,18 +495,6 @@ class CodeEditor(TextArea):
         if line[:col].rstrip().endswith((":", "{", "[", "(")):
             indent += "\t" if self.indent_type == "tabs" else " " * self.indent_width
         return indent[: max(0, col)] if col < len(indent) else indent
-
-    def action_cursor_word_right(self, select: bool = False) -> None:
-        if self._ghost_visible and not select:
-            self.action_accept_word()
-        else:
-            super().action_cursor_word_right(select)
-
-    def action_cursor_line_end(self, select: bool = False) -> None:
-        if self._ghost_visible and not select:
-            self.action_accept_line()
-        else:
-            super().action_cursor_line_end(select)
 
     # -- edits and cursor moves -----------------------------------------------------------------
 
@@ -536,7 +544,15 @@ class CodeEditor(TextArea):
 
     def load_text(self, text: str) -> None:
         self._dismiss(cancel=True)
+        self._follow_indentation(text)
         super().load_text(text)
+
+    def _follow_indentation(self, text: str) -> None:
+        """Indent as the file does (tabs, or its unit of spaces): Enter, Tab and Backspace add
+        and remove the file's levels. Set before the document's view is built (its tab width)."""
+        found = detect_indentation(text[:SAMPLE_CHARS].split("\n"))
+        self.indent_type = found.kind
+        self.set_reactive(TextArea.indent_width, found.width)
 
     def _watch_selection(self, previous_selection: Selection, selection: Selection) -> None:
         super()._watch_selection(previous_selection, selection)
@@ -547,16 +563,14 @@ class CodeEditor(TextArea):
             return
         self._keystroke()
         self._dismiss(cancel=True)
-        self._schedule()
+        self._stop_schedule()  # a move asks for nothing: a suggestion follows typing or the complete key
         if selection.is_empty:
             self.post_message(self.Moved(self))
 
     def _on_blur(self, event: events.Blur) -> None:
         # The suggestion stays (hidden while unfocused) so the command palette can accept it;
         # only a pending automatic request is dropped.
-        if self._debounce is not None:
-            self._debounce.stop()
-            self._debounce = None
+        self._stop_schedule()
         self._line_cache.clear()
 
     # -- requests ---------------------------------------------------------------------------------
@@ -565,11 +579,14 @@ class CodeEditor(TextArea):
         self._keystroke_at = time.monotonic()
         self.debounce.keystroke(self._keystroke_at, line_break=line_break)
 
-    def _schedule(self) -> None:
-        """(Re)start the typing-pause timer for an automatic completion (adaptive length)."""
+    def _stop_schedule(self) -> None:
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
+
+    def _schedule(self) -> None:
+        """(Re)start the typing-pause timer for an automatic completion (adaptive length)."""
+        self._stop_schedule()
         completer = self.completer
         if completer is None or not completer.options.auto or not self.has_focus:
             return
@@ -607,6 +624,9 @@ class CodeEditor(TextArea):
         return self.prefix_suffix((row, len(self.document[row])))
 
     def _start_completion(self, *, manual: bool) -> None:
+        # The keystroke that asked: the complete key itself, or the last edit before the pause
+        # (the time budget and the info line's "first text" count from it).
+        asked_at = time.monotonic() if manual else self._keystroke_at
         completer = self.completer
         if completer is None or self.read_only or not self.selection.is_empty:
             return
@@ -639,8 +659,8 @@ class CodeEditor(TextArea):
         completer.prefetch = None  # the engine supersedes it with the request below
         request_id = completer.new_request_id()
         path = str(self.path) if self.path else None
-        request = completer.build_request(prefix, suffix, path, keystroke_at=self._keystroke_at)
-        record = completer.record(request_id, request, self._keystroke_at)
+        request = completer.build_request(prefix, suffix, path, keystroke_at=asked_at)
+        record = completer.record(request_id, request, asked_at)
         self._ghost = _Ghost(request_id, self.cursor_location, record=record)
         self.run_worker(
             self._stream(completer, request_id, request, record),

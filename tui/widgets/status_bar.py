@@ -145,7 +145,7 @@ class StatusBar(Static):
             draft = f"draft {int(self.figure('draft_length', current) or 0)}/{current.draft_max}"
         else:
             draft = "draft –"
-        acc = f"acc {acc_last} · {acc_session} session"
+        acc = f"acc {acc_last} · {acc_session} this session"
         if current is not None and not current.acceptance_reported:
             acc = "acceptance: not reported by server"  # never a made-up figure
         state = "GPU" if m.gpu else "CPU"
