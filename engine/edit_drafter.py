@@ -27,8 +27,9 @@ from .drafters import Draft
 
 AGREEMENT_MAX = 32  # how far back agreement with the region is counted (as prompt lookup's)
 NEAR = 48  # a lost pointer is looked for this many tokens either side of where it would be first
-NEAR_MIN = 1  # near the pointer one agreeing token is a place to go on from ...
-FAR_MIN = 3  # ... anywhere else it takes three (a common token alone is noise)
+NEAR_MIN = 2  # there two agreeing tokens are a place to go on from, ...
+CLOSE = 8  # ... one where it is within this many tokens (a replaced word: the copy resumes at once),
+FAR_MIN = 3  # and anywhere else it takes three (a common token alone is noise)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ class OriginalFollower:
             if abs(p - expected) <= NEAR:
                 a = self.agreement(history, p)
                 key = (a, -abs(p - expected))
-                if a >= NEAR_MIN and (best is None or key > best):
+                enough = NEAR_MIN if abs(p - expected) > CLOSE else 1
+                if a >= enough and (best is None or key > best):
                     best, where = key, p
         if where is None and len(history) >= 2:
             for p in self._by_pair.get((history[-2], history[-1]), ()):

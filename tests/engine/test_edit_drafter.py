@@ -50,10 +50,12 @@ def test_finds_its_place_after_a_deleted_stretch():
     f = follower()
     history = PROMPT + REGION[:10]
     f.propose(history, 3)
-    history += [120]  # 110..119 deleted
-    assert f.propose(history, 3) == ([121, 122, 123], 1)
-    history += [121, 122]
-    assert f.propose(history, 2) == ([123, 124], 3)
+    history += [120]  # 110..119 deleted: one agreeing token this far from the pointer is no place yet
+    assert f.propose(history, 3) == ([], 0)
+    history += [121]
+    assert f.propose(history, 3) == ([122, 123, 124], 2)
+    history += [122, 123]
+    assert f.propose(history, 2) == ([124, 125], 4)
 
 
 def test_a_replaced_token_is_skipped_over():
