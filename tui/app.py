@@ -76,6 +76,8 @@ class SpectermApp(App[int]):
         Binding("ctrl+pagedown", "cycle_tab(1)", "Next tab", show=False, priority=True),
         Binding("ctrl+pageup", "cycle_tab(-1)", "Previous tab", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
+        # Esc closes the keys panel (palette: Keys) from wherever the focus is; only while it is shown.
+        Binding("escape", "hide_help_panel", "Close keys", show=False, priority=True),
     ]
 
     def __init__(
@@ -227,9 +229,10 @@ class SpectermApp(App[int]):
             self.status_model.message = getattr(err, "message", str(err))
             self.status_bar.mark_dirty()
             self.notify(str(err), title="The model could not be loaded", severity="error", timeout=30)
+            self.chat.engine_failed(self.status_model.message)
             return
         self.completer.engine = engine
-        self.chat.engine = engine
+        self.chat.set_engine(engine)
         self.status_model.update_info(engine.info, demo=self.settings.demo)
         self.status_model.state = "idle"
         self.status_bar.mark_dirty()
@@ -398,7 +401,14 @@ class SpectermApp(App[int]):
         they must not switch or close the tabs behind it."""
         if action in ("close_tab", "cycle_tab", "edit", "apply_code_block") and len(self.screen_stack) > 1:
             return False
+        if action == "quit" and self._asking_to_quit():
+            return False  # ctrl+q in the quit dialog: that dialog is the answer, not a second one
+        if action == "hide_help_panel" and not self.screen.query("HelpPanel"):
+            return False  # Esc goes on to the focused widget
         return super().check_action(action, parameters)
+
+    def _asking_to_quit(self) -> bool:
+        return any(worker.group == "quit" and not worker.is_finished for worker in self.workers)
 
     async def action_close_tab(self) -> None:
         await self.editor_tabs.close_active()
@@ -539,9 +549,12 @@ class SpectermApp(App[int]):
 
     def action_insert_code_block(self) -> None:
         editor = self.active_editor
-        block = self.chat.last_code_block()
-        if editor is None or block is None:
-            self.notify("No code block in the last answer, or no file open.", severity="warning", timeout=3)
+        if editor is None:
+            self.notify("No file open to insert the code block into.", severity="warning", timeout=4)
+            return
+        block, why_not = self.chat.usable_code_block()
+        if block is None:
+            self.notify(f"Not inserted: {why_not}.", severity="warning", timeout=6)
             return
         editor.insert_block(block)
         editor.focus()
@@ -556,7 +569,8 @@ class SpectermApp(App[int]):
         self.chat.copy_last_code_block()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Quit" runs the same action as specterm's entry (which names its key): one is enough.
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
         yield from palette_commands(self)
 
 

@@ -5,6 +5,11 @@ plus the selection, or the lines around the cursor) under the configured system 
 engine applies the model's chat template. Answers stream through Textual's `MarkdownStream` (which
 batches fragments when they arrive faster than Markdown can re-render), the log stays anchored to
 the bottom, and Esc cancels. Every answer carries its own acceptance and speed line.
+
+A question asked while the model loads waits in the log ("queued") and is sent once the engine is
+ready; if loading fails it goes back into the question box. A dim line under each question names
+the context that went with it. An answer stopped before its end (Esc, the length limit) is marked
+as incomplete, and its code is never inserted or copied: it may be half a block.
 """
 
 from __future__ import annotations
@@ -35,15 +40,40 @@ def code_blocks(markdown: str) -> list[str]:
     return [m.group(1).rstrip("\n") + "\n" for m in _CODE_BLOCK.finditer(markdown) if m.group(1).strip()]
 
 
+# Why an answer ended before its end, said where the answer is shown and where its code is refused.
+CUT_NOTES = {
+    "cancelled": "cancelled (Esc) before its end",
+    "length": "cut at the length limit ([chat] max_tokens)",
+    "time": "cut by the time limit",
+}
+
+
 def format_answer_stats(stats: Stats, reason: str) -> str:
     tps = stats.tokens_per_second
     parts = [f"{stats.tokens} tok", f"acc {percent(stats.acceptance)}"]
     if stats.tokens_per_pass is not None:
         parts.append(f"{stats.tokens_per_pass:.2f} tok/pass")
     parts.append(f"{tps:.1f} tok/s" if tps is not None else "– tok/s")
-    if reason not in ("eos", "stop"):
+    if reason in CUT_NOTES:
+        parts.insert(0, f"⚠ incomplete: {CUT_NOTES[reason]}")
+    elif reason not in ("eos", "stop"):
         parts.append(reason)
     return " · ".join(parts)
+
+
+def context_label(context: str) -> str:
+    """What a context block is, in a few words, from its header ("File: a.py (lines 1-30, cursor at
+    line 12)", then "Selected code:" for a selection): the dim line under a question."""
+    header = context.split("```", 1)[0].strip()
+    if not header:
+        return ""
+    lines = [line.strip().rstrip(":") for line in header.splitlines() if line.strip()]
+    label = ", ".join(lines).removeprefix("File: ")
+    if len(lines) > 1 and lines[-1] == "Selected code":
+        selected = context.split("```", 2)[1].split("\n", 1)[-1].rstrip("\n")
+        count = selected.count("\n") + 1
+        label = f"{lines[0].removeprefix('File: ')}, the selection ({count} line{'s' if count > 1 else ''})"
+    return label
 
 
 @dataclass
@@ -51,6 +81,13 @@ class Exchange:
     question: str
     answer: str = ""
     finished: bool = False
+    reason: str = ""  # why the answer ended (the engine's finish reason), "" while it streams
+    context: str = ""  # what went along with the question, in a few words
+
+    @property
+    def cut(self) -> str:
+        """Why the answer is incomplete ("" when it ended by itself)."""
+        return CUT_NOTES.get(self.reason, "")
 
 
 class ChatPane(Vertical):
@@ -87,6 +124,8 @@ class ChatPane(Vertical):
         self.engine: Engine | None = None
         self.history: list[Exchange] = []
         self.streaming = False
+        self.load_error: str | None = None  # why no engine will come (loading failed)
+        self._queued: tuple[ChatRequest, Exchange, Markdown, Static] | None = None  # asked while loading
         self._cancel_requested = False
 
     def compose(self) -> ComposeResult:
@@ -101,15 +140,33 @@ class ChatPane(Vertical):
         self.query_one("#chat-log", VerticalScroll).anchor()
 
     @property
-    def last_answer(self) -> str:
+    def last_answered(self) -> Exchange | None:
         for exchange in reversed(self.history):
             if exchange.answer:
-                return exchange.answer
-        return ""
+                return exchange
+        return None
+
+    @property
+    def last_answer(self) -> str:
+        exchange = self.last_answered
+        return exchange.answer if exchange is not None else ""
 
     def last_code_block(self) -> str | None:
         blocks = code_blocks(self.last_answer)
         return blocks[-1] if blocks else None
+
+    def usable_code_block(self) -> tuple[str | None, str]:
+        """The last answer's last code block, or None and why not (in words for a notice): an
+        answer stopped before its end may hold half a block, which must not land in a file."""
+        exchange = self.last_answered
+        if exchange is None:
+            return None, "no answer yet (ask in the chat: ctrl+l)"
+        block = self.last_code_block()
+        if block is None:
+            return None, "the last answer has no code block"
+        if exchange.cut:
+            return None, f"the last answer was {exchange.cut}, so its code may be half-written; ask again"
+        return block, ""
 
     def focus_input(self) -> None:
         """Focus the question box now and once the pane is laid out (it may have just been shown,
@@ -120,9 +177,9 @@ class ChatPane(Vertical):
 
     def copy_last_code_block(self) -> None:
         """Copy the last answer's last code block to the clipboard (OSC 52: works over SSH)."""
-        block = self.last_code_block()
+        block, why_not = self.usable_code_block()
         if block is None:
-            self.notify("No code block in the last answer.", severity="warning", timeout=3)
+            self.notify(f"Not copied: {why_not}.", severity="warning", timeout=6)
             return
         self.app.copy_to_clipboard(block)
         self.notify("Code block copied.", timeout=2)
@@ -132,8 +189,16 @@ class ChatPane(Vertical):
         question = event.value.strip()
         if not question:
             return
+        if self.load_error is not None:
+            self.notify(f"Not sent: the model could not be loaded ({self.load_error}). The question "
+                        "stays in the box.", title="Chat", severity="error", timeout=8)
+            return
         if self.streaming:
             self.notify("An answer is still streaming; Esc stops it.", severity="warning", timeout=3)
+            return
+        if self._queued is not None:
+            self.notify("A question already waits for the model to load; this one stays in the box.",
+                        severity="warning", timeout=5)
             return
         event.input.value = ""
         self.ask(question)
@@ -150,20 +215,61 @@ class ChatPane(Vertical):
         return ChatRequest(messages=tuple(messages), max_tokens=self.max_tokens)
 
     def ask(self, question: str) -> None:
-        if self.engine is None:
-            self.notify("The model is still loading.", severity="warning", timeout=3)
-            return
+        """Send a question (with the context of now), or queue it while the model loads."""
         request = self.build_request(question)
-        exchange = Exchange(question)
+        context = request.messages[-1].content.removesuffix(question).strip()
+        exchange = Exchange(question, context=context_label(context))
         self.history.append(exchange)
         log = self.query_one("#chat-log", VerticalScroll)
         answer = Markdown("", classes="chat-answer")
-        stats_line = Static("…", classes="chat-stats")
-        log.mount_all([Static(f"› {question}", classes="chat-question", markup=False), answer, stats_line])
+        stats_line = Static("…", classes="chat-stats", markup=False)
+        lines = [Static(f"› {question}", classes="chat-question", markup=False)]
+        if exchange.context:
+            lines.append(Static(f"with {exchange.context}", classes="chat-context", markup=False))
+        log.mount_all([*lines, answer, stats_line])
         log.anchor()
+        if self.engine is None:
+            stats_line.update("queued: sent when the model has loaded")
+            self._queued = (request, exchange, answer, stats_line)
+            return
+        self._send(request, exchange, answer, stats_line)
+
+    def _send(self, request: ChatRequest, exchange: Exchange, answer: Markdown, stats_line: Static) -> None:
+        stats_line.update("…")
         self.streaming = True
         self.post_message(self.Busy(True))
         self.run_worker(self._stream(request, exchange, answer, stats_line), group="chat", exit_on_error=False)
+
+    def set_engine(self, engine: Engine) -> None:
+        """The model has loaded: a question asked meanwhile goes now."""
+        self.engine = engine
+        self.load_error = None
+        queued, self._queued = self._queued, None
+        if queued is not None:
+            self._send(*queued)
+
+    def engine_failed(self, message: str) -> None:
+        """No engine will come: a queued question goes back into the box, marked as not sent."""
+        self.load_error = message
+        self._unqueue(f"not sent: the model could not be loaded ({message}); the question is back in the box")
+
+    def _unqueue(self, note: str) -> None:
+        """Take back a question waiting for the model: out of the history, back into the box."""
+        queued, self._queued = self._queued, None
+        if queued is None:
+            return
+        _, exchange, _, stats_line = queued
+        self.history.remove(exchange)
+        stats_line.update(note)
+        stats_line.add_class("-cut")
+        self._give_back(exchange.question)
+
+    def _give_back(self, question: str) -> None:
+        """Put a question that got no answer back into an empty question box."""
+        box = self.query_one("#chat-input", Input)
+        if not box.value.strip():
+            box.value = question
+            box.cursor_position = len(question)
 
     async def _stream(self, request: ChatRequest, exchange: Exchange, answer: Markdown, stats_line: Static) -> None:
         assert self.engine is not None
@@ -183,7 +289,10 @@ class ChatPane(Vertical):
                     reason = event.reason
                     if event.reason == "error":
                         stats_line.update(f"error: {event.error}")
+                        stats_line.add_class("-cut")
                         self.notify(event.error or "chat failed", title="Chat", severity="error", markup=False)
+                        if not exchange.answer:  # e.g. the backend went away: ask again from the box
+                            self._give_back(exchange.question)
                     elif event.reason == "busy":
                         stats_line.update("the engine is busy; ask again")
                     else:
@@ -194,16 +303,21 @@ class ChatPane(Vertical):
                             stopped = True
                             await answer.update(event.text)
                         stats_line.update(format_answer_stats(event.stats, event.reason))
+                        if event.reason in CUT_NOTES:
+                            stats_line.add_class("-cut")
         finally:
             if not stopped:
                 await stream.stop()
+            exchange.reason = reason
             exchange.finished = reason not in ("error", "busy")
             self.streaming = False
             self._cancel_requested = False
             self.post_message(self.Busy(False))
 
     async def action_cancel(self) -> None:
-        if not self.streaming:
+        if self._queued is not None:
+            self._unqueue("not sent (Esc): the question is back in the box")
+        elif not self.streaming:
             self.post_message(self.Leave())
         elif self.engine is not None and not self._cancel_requested:
             self._cancel_requested = True
@@ -211,5 +325,6 @@ class ChatPane(Vertical):
 
     def clear(self) -> None:
         self.history.clear()
+        self._queued = None
         log = self.query_one("#chat-log", VerticalScroll)
-        log.remove_children(".chat-question, .chat-answer, .chat-stats")
+        log.remove_children(".chat-question, .chat-context, .chat-answer, .chat-stats")
