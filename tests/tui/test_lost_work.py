@@ -233,6 +233,7 @@ async def test_saving_over_a_folder_says_so_and_keeps_the_edits(project, setting
         await wait_for(pilot, lambda: any("notes.md" in n and "folder" in n for n in notices(app)), timeout=10)
         assert not isinstance(app.screen, ChoiceScreen)  # nothing to overwrite: a folder is no version of it
         assert open_file.dirty and path.is_dir() and (path / "inside.txt").read_text() == "mine\n"
+        assert "(deleted)" in app.editor_tabs.tab_label(open_file)  # no watcher here: the save found it
 
         await pilot.press("ctrl+q")
         await dialog(pilot, app)

@@ -482,6 +482,9 @@ class EditorTabs(Vertical):
         try:
             file.check_writable()
         except FileSaveError as err:
+            if not open_file.deleted:  # the save found it before the watcher did: the tab says so now
+                open_file.deleted = True
+                self.refresh_label(open_file)
             return self._not_saved(err)
         changed, read_only = file.changed_on_disk(), file.read_only()
         if changed or read_only:  # one question for both: each asked alone, two dialogs in a row
