@@ -60,10 +60,13 @@ def test_every_flag_and_command_in_the_readme_exists(sandbox: Sandbox):
     flags = set(re.findall(r"`(--[a-z][a-z-]+)", section("Commands")))
     flags |= {"--no-adaptive"}
     for flag in sorted(flags):
-        if flag in ("--stdin", "--json", "--prompt", "--prompt-file", "--stop"):
+        if flag in ("--stdin", "--json", "--prompt", "--prompt-file", "--stop", "--write"):
             continue  # command flags, checked below
         assert flag in help_text, flag
     assert "--stdin" in sandbox.run("complete", "--help").out
     generate = sandbox.run("generate", "--help").out
     for flag in ("--prompt", "--prompt-file", "--stop", "--json"):
         assert flag in generate
+    edit = sandbox.run("edit", "--help").out
+    for flag in ("--instruction", "--write", "--stdin", "--json"):
+        assert flag in edit
