@@ -96,6 +96,15 @@ async def test_review_reject_all_per_hunk_accept_all_undo_and_save(circle, setti
         assert review is not None, f"the demo model changed nothing: {app.edits.finished}"
         assert not editor.display and review.view.display
         assert "a accept all" in str(review.query_one("#edit-bar").render())
+        assert app.edits.sent_at <= review.first_change_at  # what the bench times
+        view = review.view
+        for index, row in enumerate(review.diff.rows):  # drawn in place of the region, as code
+            strip = view.render_line(view.diff_row_y(index) - int(view.scroll_offset.y))
+            struck = any(seg.style is not None and seg.style.strike for seg in strip if seg.text.strip())
+            assert struck == (row.kind == "removed"), (row, strip.text)
+            mark = strip.text[view.editor.gutter_width]  # after the line number
+            assert mark == {"removed": "-", "added": "+"}.get(row.kind, " "), (row, strip.text)
+            assert row.text.strip() in strip.text
         await pilot.press("x", "backspace", "enter")  # other keys do nothing while reviewing
         assert app.edits.review is review and editor.text == SOURCE
         await pilot.press("r")

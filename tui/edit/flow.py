@@ -6,8 +6,10 @@ while one is open (they would take the engine and its cache from it)."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
+from textual.css.query import NoMatches
 from textual.geometry import Region
 from textual.widgets.text_area import Selection
 
@@ -35,6 +37,8 @@ class EditFlow:
         self.review: EditReview | None = None
         self.request: EditRequest | None = None  # the edit streaming or last streamed
         self.finished: Finished | None = None  # its end (tests and the bench read it)
+        self.sent_at: float | None = None  # monotonic(): when it was sent (Enter, the apply key)
+        self.last_review: EditReview | None = None  # kept after it ends (its first_change_at)
         self._editor: "CodeEditor | None" = None
         self._target: EditTarget | None = None
         self._selection: Selection | None = None
@@ -110,7 +114,11 @@ class EditFlow:
         self.app.completer.blocked_by = "edit"
 
     def _release(self) -> None:
-        self.app.completer.blocked_by = "chat" if self.app.chat.streaming else None
+        try:
+            chat_busy = self.app.chat.streaming
+        except NoMatches:  # the app is closing
+            chat_busy = False
+        self.app.completer.blocked_by = "chat" if chat_busy else None
 
     def _close_box(self) -> None:
         box, self.box = self.box, None
@@ -163,7 +171,8 @@ class EditFlow:
     def _start(self, editor: "CodeEditor", target: EditTarget, instruction: str, label: str) -> None:
         self.request = self._request(instruction, target, editor)
         self.finished = None
-        self.review = EditReview(editor, target, label, self._done, self._stop)
+        self.sent_at = time.monotonic()
+        self.review = self.last_review = EditReview(editor, target, label, self._done, self._stop)
         editor.parent.mount(self.review, after=editor)  # type: ignore[union-attr]
         editor.display = False
         editor.can_focus = False  # a tab switched back must not give it the keys meanwhile

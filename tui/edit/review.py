@@ -11,6 +11,7 @@ The result is applied with one replace between two history checkpoints: one undo
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Callable
 
 from textual.binding import Binding
@@ -61,6 +62,7 @@ class EditReview(Vertical, can_focus=True):
         self.ended = False
         self.unmounted = False
         self._text = ""
+        self.first_change_at: float | None = None  # monotonic(): the first changed line drawn
         self._redraw: Timer | None = None
         self.view = DiffView(editor, target, self.diff)
 
@@ -99,6 +101,8 @@ class EditReview(Vertical, can_focus=True):
         newest = self.diff.newest_change()
         if newest is not None:
             self.view.show_row(newest)
+            if self.first_change_at is None:
+                self.first_change_at = time.monotonic()
 
     def finish(self, text: str, *, cut: bool) -> None:
         """The rewrite has ended: review it (`cut`: it stopped at its length limit, so the
@@ -113,6 +117,8 @@ class EditReview(Vertical, can_focus=True):
             return
         self.view.current_hunk = 0
         self.view.update_diff()
+        if self.first_change_at is None:
+            self.first_change_at = time.monotonic()
         self.view.show_row(self.diff.hunk_row(0))
         self._show_bar(cut=cut)
 
