@@ -443,14 +443,15 @@ class Walk:
             self.counts["suggestion-shown"] = self.counts.get("suggestion-shown", 0) + 1
 
     async def move_then_accept_key(self, count: bool = True) -> None:
-        """A suggestion shows, the user moves the cursor, then presses End or ctrl+right: a move,
-        never an insertion (issue 33 item 5)."""
+        """A suggestion shows, the user moves the cursor (and pauses, or not), then presses End or
+        ctrl+right: a move, never an insertion (issue 33 item 5)."""
         if count:
             self.count("move-accept")
         active = self.app.active_file
         if active is None or self.app.focused is not active.editor or not active.editor.ghost_text:
             return
-        for key in (self.rng.choice(["left", "right", "up", "down", "home", "ctrl+left"]),
+        # (up, down and ctrl+end often land at a line's end: where a suggestion would show)
+        for key in (self.rng.choice(["left", "right", "up", "down", "up", "down", "ctrl+end", "home", "ctrl+left"]),
                     self.rng.choice(ACCEPT_MOVES)):
             before = Snapshot.take(self.app)
             before.typed = self.typed_since(before.active)
@@ -460,6 +461,8 @@ class Walk:
             self.track_typing("move", before)
             if isinstance(self.app.screen, ChoiceScreen) or self.app.focused is not active.editor:
                 return
+            if key not in ACCEPT_MOVES and self.rng.random() < 0.5:
+                await self.pause_for_suggestion(count=False, limit=SUGGESTION_WAIT)  # none may come now
         self.counts["moved-then-accept-key"] = self.counts.get("moved-then-accept-key", 0) + 1
 
     async def click(self, before: Snapshot) -> None:
