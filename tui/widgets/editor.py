@@ -175,6 +175,9 @@ class CodeEditor(TextArea):
         self._editing = False
         self._debounce: Timer | None = None
         self.edits = 0  # edits made so far (GhostChanged carries it)
+        # The cursor moved and nothing was typed since: the move's prompt read (EditorTabs) is
+        # what the next request there needs, and no idle prewarm may replace it.
+        self.rests_after_move = False
         self._redraw: Timer | None = None
         self.debounce = AdaptiveDebounce(completer.options.debounce_s if completer else 0.25)
         self._keystroke_at = time.monotonic()  # the latest edit or cursor move
@@ -508,6 +511,7 @@ class CodeEditor(TextArea):
             and ghost.remaining.startswith(edit.text)
         )
         self._keystroke_at = time.monotonic()  # before the edit: the time budget counts from the key
+        self.rests_after_move = False
         self.edits += 1
         self._editing = True
         self._current_edit = edit
@@ -564,6 +568,7 @@ class CodeEditor(TextArea):
         self._keystroke()
         self._dismiss(cancel=True)
         self._stop_schedule()  # a move asks for nothing: a suggestion follows typing or the complete key
+        self.rests_after_move = True
         if selection.is_empty:
             self.post_message(self.Moved(self))
 

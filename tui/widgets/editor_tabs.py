@@ -274,7 +274,7 @@ class EditorTabs(Vertical):
         if not self.completer.ready:
             self._schedule_prewarm(whole=whole)  # the model is still loading: once it is there
             return
-        if editor.completion_pending and not (typing or moved):  # (then a pause's request is pending)
+        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):  # (then a pause's request is pending, or the move's read stays)
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
         request = self.completer.build_request(prefix, suffix, str(open_file.file.path))
