@@ -578,6 +578,6 @@ def run_app(settings: Settings, path: Path, *, reload_settings: Callable[[], Set
     """Run the TUI until the user quits; returns the exit code."""
     app = SpectermApp(settings, path, reload_settings=reload_settings)
     result = app.run()
-    return int(result or 0)
     if app.return_code:  # the app stopped on an error (Textual printed it): never report success
         return app.return_code
+    return int(result or 0)
