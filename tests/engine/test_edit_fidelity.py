@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from specterm.engine import DraftSettings, EditRequest, EngineSettings, ModelSettings, SpeculativeSettings
@@ -17,7 +16,9 @@ from specterm.engine.llamacpp.edit_prompt import build_edit_tokens
 from specterm.engine.llamacpp.local import LocalEngine
 from specterm.engine.llamacpp.model import Model
 
-from conftest import CTX
+from test_fidelity import greedy_trace
+
+CTX = 2048  # the engine fixture's context (tests/engine/conftest.py); `conftest` is not importable by name in a whole-suite run
 
 EDITS = [
     EditRequest(instruction="Rename the variable `values` to `items`.", region=_SEARCH, path="search.py"),
@@ -32,23 +33,10 @@ MAX_TIE_GAP = 1.0
 
 
 def plain_trace(path: str, req: EditRequest) -> tuple[list[int], list[float]]:
-    """Plain greedy decoding of the edit's own prompt tokens, one token per llama_decode, with
-    the top-2 logit gap at each step (no stop: up to N tokens)."""
+    """Plain greedy decoding of the edit's own prompt tokens (no stop: up to N tokens)."""
     m = Model.load(ModelSettings(path=path, ctx=CTX))
     try:
-        toks = build_edit_tokens(m, req).tokens
-        m.decode_prompt(toks, 0)
-        out, gaps = [], []
-        for _ in range(N):
-            logits = m.logits()
-            top2 = np.partition(logits, -2)[-2:]
-            gaps.append(float(top2[1] - top2[0]))
-            tok = int(logits.argmax())
-            if m.is_eog(tok):
-                break
-            out.append(tok)
-            m.decode([tok], len(toks) + len(out) - 1)
-        return out, gaps
+        return greedy_trace(m, build_edit_tokens(m, req).tokens, N)
     finally:
         m.close()
 

@@ -24,23 +24,29 @@ N = 48
 MAX_TIE_GAP = 1.0
 
 
+def greedy_trace(m: Model, toks: list[int], n: int) -> tuple[list[int], list[float]]:
+    """Plain greedy decoding of prompt tokens `toks` on a fresh model, one token per
+    llama_decode, with the top-2 logit gap at each step (up to n tokens)."""
+    m.decode_prompt(toks, 0)
+    out: list[int] = []
+    gaps: list[float] = []
+    for _ in range(n):
+        logits = m.logits()
+        top2 = np.partition(logits, -2)[-2:]
+        gaps.append(float(top2[1] - top2[0]))
+        tok = int(logits.argmax())
+        if m.is_eog(tok):
+            break
+        out.append(tok)
+        m.decode([tok], len(toks) + len(out) - 1)
+    return out, gaps
+
+
 def plain_trace(path: str, prompt: str, n: int) -> tuple[list[int], list[float]]:
-    """Plain greedy decoding, one token per llama_decode, with the top-2 logit gap at each step."""
+    """Plain greedy decoding of a text prompt, with the top-2 logit gap at each step."""
     m = Model.load(ModelSettings(path=path, ctx=2048))
     try:
-        toks = m.tokenize(prompt, add_special=True)
-        m.decode_prompt(toks, 0)
-        out, gaps = [], []
-        for _ in range(n):
-            logits = m.logits()
-            top2 = np.partition(logits, -2)[-2:]
-            gaps.append(float(top2[1] - top2[0]))
-            tok = int(logits.argmax())
-            if m.is_eog(tok):
-                break
-            out.append(tok)
-            m.decode([tok], len(toks) + len(out) - 1)
-        return out, gaps
+        return greedy_trace(m, m.tokenize(prompt, add_special=True), n)
     finally:
         m.close()
 
