@@ -218,6 +218,12 @@ class SpectermApp(App[int]):
 
     # -- engine -----------------------------------------------------------------------------------
 
+    def engine_not_ready(self) -> str:
+        """Why the engine cannot take a request now: still loading, or what made loading fail."""
+        if self.status_model.state == "error":
+            return f"The model could not be loaded: {self.status_model.message}"
+        return "The model is still loading."
+
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def _start_engine(self) -> None:
         sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
@@ -280,7 +286,7 @@ class SpectermApp(App[int]):
         """Switch the drafter at run time: "session", "lookup", "none" or "model" (the configured
         draft). The session drafter keeps the configured memory cap."""
         if self.engine is None or not self.engine_ready.is_set():
-            self.notify("The model is still loading.", severity="warning")
+            self.notify(self.engine_not_ready(), severity="warning")
             return
         if kind == "model":
             draft = self.settings.engine_settings().draft
@@ -306,7 +312,7 @@ class SpectermApp(App[int]):
     async def action_forget_session(self) -> None:
         """Empty the session drafter's memory (a saved store is written empty on exit)."""
         if self.engine is None or not self.engine_ready.is_set():
-            self.notify("The model is still loading.", severity="warning")
+            self.notify(self.engine_not_ready(), severity="warning")
             return
         await self.engine.forget_session()
         self.notify("The session memory is empty now.", timeout=4)

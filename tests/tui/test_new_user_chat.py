@@ -98,6 +98,12 @@ async def test_a_question_after_the_model_failed_to_load_stays_in_the_box(projec
         said = notices(app)
         assert not any("still loading" in n for n in said)
         assert any("Not sent" in n and "could not be loaded" in n for n in said)
+        # the engine's other actions say the same true thing
+        await app.action_switch_draft("lookup")
+        await app.action_forget_session()
+        await pilot.pause()
+        later = notices(app)[len(said):]
+        assert len(later) == 2 and all("The model could not be loaded:" in n for n in later), later
 
 
 # -- 8: a cancelled answer's code ----------------------------------------------------------------
