@@ -32,9 +32,9 @@ def merge_rows(lines: Sequence[str], block: str, top: tuple[int, int], bottom: t
         return selected_rows(top, bottom)
     name = defined_name(block)
     if name is not None:
-        pattern = re.compile(rf"^\s*(?:async\s+)?(?:def|class|function|fn|func)\s+{re.escape(name)}\b")
         for row, line in enumerate(lines):
-            if pattern.match(line):
+            match = _NAMED.match(line)
+            if match and match.group(1) == name:
                 return block_rows(lines, row)
     if len(lines) <= SHORT_FILE_LINES:
         return 0, len(lines)
