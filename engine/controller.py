@@ -21,9 +21,14 @@ A free drafter (prompt lookup, the session drafter) says how long the n-gram it 
 that predicts its acceptance far better than one figure for the whole text: in an edit a 4-token
 match is usually copied text, while a 1-token match in new code is a guess. So acceptance is also
 kept per match length (1, 2, 3, 4+), and each free draft is cut to the length that pays at its
-match's acceptance, or not sent at all (`fit_draft`). A draft model's acceptance is the pair's more
-than the text's, so its evidence carries to the next request in full; a free drafter's, which
-depends on whether the new text repeats, carries only in part.
+match's acceptance, or not sent at all (`fit_draft`). That evidence is kept per source too: an
+edit's copy of the code it replaces ("original", engine/edit_drafter.py) agrees with the target far
+more often than prompt lookup does at the same match length. A free guess costs nothing to make, so
+one that was not sent (or the rest of one that was cut) is still judged against the token the
+target wrote in its place (`observe_guess`): a match length learns whether it pays without probes.
+A draft model's acceptance is the pair's more than the text's, so its evidence carries to the next
+request in full; a free drafter's, which depends on whether the new text repeats, carries only in
+part.
 """
 
 from __future__ import annotations
@@ -64,6 +69,15 @@ _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until
 # probes' wins are too rare: probed at any acceptance, a Q2_K self-draft's FIM completions lost
 # 15 % (fnmatch.py).
 _FREE_PROBE_A = 0.65
+
+
+ORIGINAL = "original"  # the evidence of drafts copied from an edit's original region
+FREE = "free"  # every other free guess (prompt lookup, the session drafter)
+
+
+def evidence_source(sources: list[str] | None) -> str:
+    """Whose match-length evidence a free draft feeds: the edit copy's or the other free guesses'."""
+    return ORIGINAL if sources and sources[0] == ORIGINAL else FREE
 
 
 def match_bucket(match: int) -> int:
@@ -279,10 +293,10 @@ class DraftController:
         # `prior`: evidence (accepted tokens, rejections) a drafter brings before its first draft
         # (a derived copy of the target agrees with it on most tokens).
         self._succ, self._fail = prior
-        # The same evidence per match length of a free drafter's n-gram (index 0 unused), decayed
-        # when that length is drafted, not every pass: a length that does not pay stays closed.
-        self._match_succ = [0.0] * (_MATCH_BUCKETS + 1)
-        self._match_fail = [0.0] * (_MATCH_BUCKETS + 1)
+        # The same evidence per source and match length of a free drafter's n-gram (index 0
+        # unused), decayed when that length is drafted or judged, not every pass.
+        self._match_succ = {s: [0.0] * (_MATCH_BUCKETS + 1) for s in (FREE, ORIGINAL)}
+        self._match_fail = {s: [0.0] * (_MATCH_BUCKETS + 1) for s in (FREE, ORIGINAL)}
         # A draft model stops short of the length asked when it is unsure (p_min): evidence
         # (positions it reached, stops) for the chance c that it drafts the next position. Why:
         # asked for 8 and stopping after 2 (chat prose), a draft yields 3 tokens, not the 9 that
@@ -319,9 +333,10 @@ class DraftController:
         if total > _CONTINUATION_CARRY_MAX:  # a few drafts of the new text outweigh it
             self._reach *= _CONTINUATION_CARRY_MAX / total
             self._stops *= _CONTINUATION_CARRY_MAX / total
-        for b in range(_MATCH_BUCKETS + 1):
-            self._match_succ[b] *= _CARRY
-            self._match_fail[b] *= _CARRY
+        for source in self._match_succ:
+            for b in range(_MATCH_BUCKETS + 1):
+                self._match_succ[source][b] *= _CARRY
+                self._match_fail[source][b] *= _CARRY
         self._spent = 0.0
         self._passes = 0
         self._since_refresh += 1
@@ -341,19 +356,19 @@ class DraftController:
         stopped short: a drafter that never stops early is priced as before)."""
         return (self._reach + 1.0) / (self._reach + self._stops + 1.0)
 
-    def acceptance_for(self, match: int) -> float:
+    def acceptance_for(self, match: int, source: str = FREE) -> float:
         """Per-token acceptance of free drafts whose text agreed with their source for `match`
         tokens (the n-gram they followed, extended back). A length with little evidence of its
         own starts from the next shorter one's figure (at least 1/2): text that agrees with its
         source for longer is no worse a guess, and a copy followed for 20 tokens would otherwise
         start as doubtful as a fresh 1-token match."""
-        return self._bucket_acceptance()[match_bucket(match)]
+        return self._bucket_acceptance(source)[match_bucket(match)]
 
-    def _bucket_acceptance(self) -> list[float]:
+    def _bucket_acceptance(self, source: str = FREE) -> list[float]:
         """acceptance_for of every bucket (index 0 unused)."""
         out = [0.5]
         for b in range(1, _MATCH_BUCKETS + 1):
-            s, f = self._match_succ[b], self._match_fail[b]
+            s, f = self._match_succ[source][b], self._match_fail[source][b]
             out.append((s + 2.0 * max(out[-1], 0.5)) / (s + f + 2.0))
         return out
 
@@ -363,7 +378,8 @@ class DraftController:
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float,
                 catchup_s: float = 0.0, catchup_tokens: int = 0, *, asked: int | None = None,
-                match: int = 0, free: int = 0, rows: int = 0, same_shape: bool = True) -> None:
+                match: int = 0, free: int = 0, rows: int = 0, same_shape: bool = True,
+                source: str = FREE) -> None:
         """Record one pass: `drafted` proposals of which `accepted` held. `draft_s` is the
         drafting itself; `catchup_s` the draft model reading `catchup_tokens` tokens first. Up to
         _STEADY_CATCHUP tokens that is a cost of every draft (counted in t_d); more is the lag of
@@ -374,7 +390,8 @@ class DraftController:
         acceptance are learned from the rest alone, and a pass that sent only free tokens is a
         free pass. `rows`: the pass's rows when padded (default drafted + 1); `same_shape`: False when
         the pass changed a padded shape (a GPU then runs it without its captured graph: not what
-        passes cost while drafting stays on, so its time is not a cost sample)."""
+        passes cost while drafting stays on, so its time is not a cost sample); `source`: whose match
+        evidence a free draft feeds (`evidence_source`)."""
         free = min(max(free, 0), drafted)
         paid = drafted - free
         asked = drafted if asked is None else asked
@@ -421,9 +438,9 @@ class DraftController:
                 self._succ *= _EVIDENCE_MAX / total
                 self._fail *= _EVIDENCE_MAX / total
         if drafted and match > 0:
-            self._match_evidence(match, free or drafted, accepted)  # the free guess's own tokens
+            self._match_evidence(match, free or drafted, accepted, source)  # the free guess's own tokens
 
-    def observe_guess(self, match: int, known: int, held: int) -> None:
+    def observe_guess(self, match: int, known: int, held: int, source: str = FREE) -> None:
         """A free guess that followed a `match`-token n-gram was not sent (a draft model's tokens
         were), and the target has written `known` tokens where it would have gone since: the
         first `held` of them agreed with it. Evidence for that match length as if it had been
@@ -432,16 +449,16 @@ class DraftController:
         agreed 99 % of the time, so it was never sent and never learned: an edit that copies its
         input ran at the model's 1.4x where its session guesses give 4.3x."""
         if match > 0 and known > 0:
-            self._match_evidence(match, known, held)
+            self._match_evidence(match, known, held, source)
 
-    def _match_evidence(self, match: int, tried: int, held: int) -> None:
+    def _match_evidence(self, match: int, tried: int, held: int, source: str = FREE) -> None:
         """`held` of `tried` free tokens that followed a `match`-token n-gram agreed with the
         target (a rejection where held < tried), decayed and bounded."""
         b = match_bucket(match)
-        succ = self._match_succ[b] * _DECAY + min(held, tried)
-        fail = self._match_fail[b] * _DECAY + (1 if held < tried else 0)
+        succ = self._match_succ[source][b] * _DECAY + min(held, tried)
+        fail = self._match_fail[source][b] * _DECAY + (1 if held < tried else 0)
         scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
-        self._match_succ[b], self._match_fail[b] = succ * scale, fail * scale
+        self._match_succ[source][b], self._match_fail[source][b] = succ * scale, fail * scale
 
     # -- the model -------------------------------------------------------------------------------
     def expected_tokens(self, g: int, a: float | None = None) -> float:
@@ -558,7 +575,7 @@ class DraftController:
                 best_g, best_r = g, r
         return best_g if best_g and best_r >= base * _MARGIN else 0
 
-    def fit_draft(self, proposed: int, match: int) -> int:
+    def fit_draft(self, proposed: int, match: int, source: str = FREE) -> int:
         """How many of a free draft's `proposed` tokens to send to the target, given that the
         drafter followed a `match`-token n-gram: the length that pays at that match length's
         acceptance, 0 when none does (the pass is a plain one, and costs nothing extra). A match
@@ -571,7 +588,7 @@ class DraftController:
             fit = self.costs.line()
             if fit is None or match <= 0:
                 return 0
-            self.length = self._paying_length(fit, proposed, a=self.acceptance_for(match), free=True)
+            self.length = self._paying_length(fit, proposed, a=self.acceptance_for(match, source), free=True)
             return self.length
         if self.probing:  # next_length forced this draft already (its budget is counted)
             return min(proposed, self.length)
@@ -579,7 +596,7 @@ class DraftController:
         t1 = self.costs.verify.get(1)
         if fit is None or t1 is None:
             return proposed  # still learning t_v: next_length asked for a short probe already
-        a = self.acceptance_for(match) if match > 0 else self.acceptance
+        a = self.acceptance_for(match, source) if match > 0 else self.acceptance
         best_g = self._paying_length(fit, proposed, a=a)
         self.probing = False
         if best_g:
@@ -611,10 +628,11 @@ class DraftController:
         fit = self.costs.line()
         known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
         if known and self.draft_is_free:
-            # Drafting is nearly free: draft at full length and let `fit_draft` judge each
-            # proposal by its match length, as long as some match length could pay at its
-            # acceptance; otherwise not even the drafter runs (a probe now and then, below).
-            if self._free_could_pay(fit, dmax):
+            # Drafting is nearly free: ask for a full-length guess every pass and let `fit_draft`
+            # send what pays at its match length; what is not sent is judged all the same
+            # (`observe_guess`). Only where no draft could pay at any acceptance does the drafter
+            # not run (a look now and then, below, checks that this still holds).
+            if self.can_pay(fit):
                 return dmax
             self.off = True
         if known and not self.draft_is_free and (self._fresh or not self.off):
@@ -646,7 +664,7 @@ class DraftController:
         # Whether a free draft pays rises with its acceptance: where a fair guess (_FREE_PROBE_A)
         # cannot pay, no weaker one can, so one check settles both questions below (each prices
         # every draft length, every pass, on a CPU where nothing pays).
-        a_best = max(self._bucket_acceptance()[1:]) if self.free_part else 0.0
+        a_best = self._best_free_acceptance() if self.free_part else 0.0
         if (self.free_part and fit is not None
                 and self._free_could_pay(fit, dmax, a=max(a_best, _FREE_PROBE_A))):
             if a_best >= _FREE_PROBE_A or self._free_could_pay(fit, dmax, a=a_best):
@@ -667,7 +685,10 @@ class DraftController:
 
     def _free_could_pay(self, fit: tuple[float, float], up_to: int, a: float | None = None) -> bool:
         """Some match length's acceptance (or `a`) makes a free draft of some length pay."""
-        a_best = max(self._bucket_acceptance()[1:]) if a is None else a
+        a_best = self._best_free_acceptance() if a is None else a
         base = self.rate(0, fit)
         return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
                    for g in range(1, up_to + 1))
+
+    def _best_free_acceptance(self) -> float:
+        return max(max(self._bucket_acceptance(source)[1:]) for source in self._match_succ)

@@ -1,20 +1,24 @@
 """The edit prompt and the rules for an edit's answer: one place for every backend and the bench.
 
-An `EditRequest` asks the model to rewrite a region of a file. The prompt is a conversation in
-the model's own chat template (plain text where it has none):
+An `EditRequest` asks the model to rewrite a region of a file. The prompt is a document that the
+model continues, the way edit-apply tools prompt a model, in plain text (no chat template: small
+instruct models copy far more of the region when the answer is the continuation of a "before the
+change / after the change" document than when it is a chat reply):
 
-    system:    what an edit answer is (the new code only, in one code block)
-    user:      the file's path; the code before and after the region (context); the region in a
-               code block; last, the instruction
-    assistant: the answer is started as a code block, so what the model writes is code
+    intro:        the file (or part of it) and a change to make; every line the change does not
+                  touch is kept as it is
+    context:      the lines above and below the region (when the region is part of a file)
+    region:       "before the change", in a code block
+    instruction:  "Change: ..."
+    answer_start: "after the change", and the opening of the code block the model fills in
 
-The instruction comes last so that everything before it can be read ahead (Engine.prewarm with an
-empty instruction) while the user is still typing it. The prompt is a list of pieces: the
-template's own text, and the user's texts (file text, instruction) between them. A local engine
-tokenizes each piece on its own (the template's with special tokens parsed, the user's without:
-a file that contains `<|im_end|>` stays text), so the pieces before the instruction tokenize the
-same whatever the instruction is, and the region's tokens are known: the drafter follows them
-(engine/edit_drafter.py).
+The instruction comes last but for the answer's header, so everything before it can be read ahead
+(Engine.prewarm with an empty instruction) while the user is still typing it. The prompt is a list
+of pieces: the prompt's own words, and the user's texts (file text, instruction) between them. A
+local engine tokenizes each piece on its own (the user's text without parsing special tokens: a
+file that contains `<|im_end|>` stays text), so the pieces before the instruction tokenize the same
+whatever the instruction is, and the region's tokens are known: the drafter follows them
+(engine/edit_drafter.py). A remote server gets the same text as one user message.
 
 The answer's rules (`EditText`): an opening code fence is dropped, a closing one ends the answer,
 and the answer keeps the region's trailing line break convention (it ends with a line break
@@ -32,8 +36,7 @@ from typing import Callable, Literal
 from .completion import cut_text
 from .requests import EditRequest
 
-SYSTEM = ("You edit code. You are given part of a file and an instruction. Answer with the whole "
-          "new version of that part only: code in one code block, no explanation.")
+KEEP = "The new version keeps every line the change does not touch exactly as it is."
 # The answer's length when the request gives none: the region rewritten twice over, plus room for
 # what an instruction adds to a short region.
 MAX_TOKENS_FACTOR = 2
@@ -80,16 +83,23 @@ class Piece:
 
 @dataclass(frozen=True)
 class EditPrompt:
-    """The prompt as pieces. `system`, `user` (a list of pieces, the instruction last) and
-    `answer_start` (the assistant's first words: the opening fence)."""
+    """The prompt as `pieces` (the instruction last), then `answer_start` (the answer's header and
+    the opening fence the model's code follows)."""
 
-    system: str
-    user: tuple[Piece, ...]
-    answer_start: str
+    pieces: tuple[Piece, ...]
+    answer_header: str  # "# <the file or part>, after the change"
     fence: str
+    lang: str
 
-    def user_text(self) -> str:
-        return "".join(p.text for p in self.user)
+    @property
+    def answer_start(self) -> str:
+        return f"\n\n{self.answer_header}\n{self.fence}{self.lang}\n"
+
+    def message(self) -> str:
+        """The prompt as one chat message, for a server that applies its own template (the
+        answer cannot be started there, so the message asks for it)."""
+        return ("".join(p.text for p in self.pieces)
+                + f"\n\nAnswer with {self.answer_header[2:]}, in one code block, no explanation.")
 
 
 def fit_context(req: EditRequest, room: int, count: Callable[[str], int]) -> tuple[str, str]:
@@ -124,21 +134,21 @@ def build_edit_prompt(req: EditRequest, before: str, after: str) -> EditPrompt:
     """The prompt for `req`, with the context already fitted (`fit_context`)."""
     lang = fence_language(req.path)
     fence = fence_for(req.region, req.before, req.after)
+    path = req.path or "untitled"
     region = req.region if req.region.endswith("\n") or not req.region else req.region + "\n"
-    pieces: list[Piece] = [Piece("template", f"File: {req.path or 'untitled'}\n\n")]
-    if before:
-        tail = "" if before.endswith("\n") else "\n"
-        pieces += [Piece("template", f"The code before the part to edit:\n{fence}{lang}\n"),
-                   Piece("text", before), Piece("template", f"{tail}{fence}\n\n")]
-    if after:
-        tail = "" if after.endswith("\n") else "\n"
-        pieces += [Piece("template", f"The code after the part to edit:\n{fence}{lang}\n"),
-                   Piece("text", after), Piece("template", f"{tail}{fence}\n\n")]
-    pieces += [Piece("template", f"The part to edit:\n{fence}{lang}\n"), Piece("region", region),
-               Piece("template", fence),
-               Piece("template", "\n\nRewrite the part to edit as the instruction says.\nInstruction:\n"),
+    part = f"the part of {path}" if before or after else path
+    intro = (f"Below is part of {path} and a change to make to it." if before or after
+             else f"Below is {path} and a change to make.")
+    pieces: list[Piece] = [Piece("template", f"{intro} {KEEP}\n\n")]
+    for text, where in ((before, "above"), (after, "below")):
+        if text:
+            tail = "" if text.endswith("\n") else "\n"
+            pieces += [Piece("template", f"# {path}, the lines {where} the part\n{fence}{lang}\n"),
+                       Piece("text", text), Piece("template", f"{tail}{fence}\n\n")]
+    pieces += [Piece("template", f"# {part}, before the change\n{fence}{lang}\n"), Piece("region", region),
+               Piece("template", fence), Piece("template", "\n\nChange: "),
                Piece("instruction", req.instruction)]
-    return EditPrompt(SYSTEM, tuple(pieces), f"{fence}{lang}\n", fence)
+    return EditPrompt(tuple(pieces), f"# {part}, after the change", fence, lang)
 
 
 class EditText:

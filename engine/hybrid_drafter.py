@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import CostModel
+from .controller import FREE, CostModel, evidence_source
 from .drafters import Draft, ModelDrafter, common_prefix
 from .model import Model
 from .session_drafter import SessionDrafter
@@ -81,14 +81,15 @@ class HybridDrafter:
         self._model_read = False  # the model drafted (its cache holds the draft) since the last accept
         # The controller's acceptance of free guesses by n-gram match length (the loop wires it,
         # as it shares `costs`): a guess is cut to what pays at its match length, as lookup's is.
-        self.free_acceptance: Callable[[int], float] | None = None
+        self.free_acceptance: Callable[[int, str], float] | None = None
         # The most tokens a pass may send (the loop sets it: the request's and the context's
         # room); the controller's k is what pays for the *model*, a free guess may run longer.
         self.free_max: int | None = None
         # Where to report how a guess that was not sent would have done (the loop wires the
         # controller's `observe_guess`): (match, tokens the target wrote there, how many agreed).
-        self.guess_evidence: Callable[[int, int, int], None] | None = None
-        self._unsent: tuple[list[int], int, int] | None = None  # (guess, match, len(history) then)
+        self.guess_evidence: Callable[[int, int, int, str], None] | None = None
+        # (guess, match, len(history) then, whose evidence)
+        self._unsent: tuple[list[int], int, int, str] | None = None
 
     # -- choosing --------------------------------------------------------------------------------
     def _rate(self, n_session: int, n_model: int, lag: int = 0, a_session: float | None = None) -> float:
@@ -105,11 +106,12 @@ class HybridDrafter:
         rates = [a_s] * n_session + [self._acc["model"].rate] * n_model
         return expected_tokens(rates) / (draft + tv)
 
-    def choose(self, n_session: int, k: int, lag: int = 0, match: int = 0) -> tuple[int, int]:
+    def choose(self, n_session: int, k: int, lag: int = 0, match: int = 0,
+               source: str = FREE) -> tuple[int, int]:
         """(session tokens, model tokens) to propose, from a session guess of n_session tokens
         that followed a `match`-token n-gram and the controller's length k; `lag`: tokens the
         model must read before drafting. The guess may be cut short, or extended by the model."""
-        a_s = self.free_acceptance(match) if self.free_acceptance is not None and match > 0 else None
+        a_s = self.free_acceptance(match, source) if self.free_acceptance is not None and match > 0 else None
         options = [(0, k)] + [(c, 0) for c in range(1, n_session + 1)]
         if 0 < n_session < k:
             options.append((n_session, k - n_session))
@@ -137,13 +139,14 @@ class HybridDrafter:
         self._judge_unsent(history)
         self._base = len(history)
         guess = self.session.draft(history, max(n_max, self.free_max or 0), sampling, rng)
+        source = evidence_source(guess.sources)
         n_s, n_m = ((len(guess.tokens), 0) if free_only
                     else self.choose(len(guess.tokens), n_max, self.model_drafter.lag(history, window),
-                                     guess.match))
+                                     guess.match, source))
         if not n_s:
             self.session.discard()
             if guess.tokens and guess.match > 0:
-                self._unsent = (list(guess.tokens), guess.match, len(history))
+                self._unsent = (list(guess.tokens), guess.match, len(history), source)
         elif n_s < len(guess.tokens):
             self.session.truncate(n_s)  # cut to what pays: the rest is neither sent nor judged
         out = Draft(tokens=list(guess.tokens[:n_s]), match=guess.match if n_s else 0, free_tokens=n_s)
@@ -156,7 +159,7 @@ class HybridDrafter:
             out.adopted_tokens = more.adopted_tokens
         self._split = (n_s, len(out.tokens) - n_s)
         self._model_read = n_m > 0
-        out.sources = ["session"] * n_s + ["model"] * self._split[1]
+        out.sources = (list(guess.sources[:n_s]) if guess.sources else ["session"] * n_s) + ["model"] * self._split[1]
         out.time_s = time.perf_counter() - t0
         return out
 
@@ -164,7 +167,7 @@ class HybridDrafter:
         """Compare the last guess that was not sent with what the target wrote in its place."""
         if self._unsent is None:
             return
-        guess, match, at = self._unsent
+        guess, match, at, source = self._unsent
         self._unsent = None
         known = min(len(guess), len(history) - at)
         if known <= 0:
@@ -172,7 +175,7 @@ class HybridDrafter:
         held = common_prefix(guess[:known], history[at:at + known])
         self._acc["session"].observe(known, held)
         if self.guess_evidence is not None:
-            self.guess_evidence(match, known, held)
+            self.guess_evidence(match, known, held, source)
 
     def truncate(self, n: int) -> None:
         n_s, n_m = self._split

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import PROBE_WINDOW, CostModel, DraftController
+from .controller import PROBE_WINDOW, CostModel, DraftController, evidence_source
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .model import Model
@@ -422,7 +422,7 @@ class SpeculativeDecoder:
                     lag = drafter.lag(history)
                     probe_lag = drafter.lag(history, PROBE_WINDOW)
                 k = min(controller.next_length(lag, probe_lag), max(room, 0))
-            draft = Draft()
+            draft = unsent = Draft()
             if controller.free_part:
                 drafter.free_max = min(self.spec.draft_max, max(room, 0))
             if k > 0:
@@ -432,10 +432,10 @@ class SpeculativeDecoder:
                 else:
                     draft = drafter.draft(history, k, job.sampling, draft_rng, window)
                 if controller.draft_is_free or controller.free_only:  # what pays at its match length
-                    keep = controller.fit_draft(len(draft.tokens), draft.match)
+                    keep = controller.fit_draft(len(draft.tokens), draft.match, evidence_source(draft.sources))
                     if keep < len(draft.tokens):
                         drafter.truncate(keep)
-                        draft = draft.cut(keep)
+                        draft, unsent = draft.cut(keep), draft
                 if len(draft.tokens) < max(self.spec.draft_min, 1):
                     drafter.truncate(0)
                     draft = draft.cut(0)
@@ -481,7 +481,11 @@ class SpeculativeDecoder:
             self._last_rows = shape
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
                                draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
-                               free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape)
+                               free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape,
+                               source=evidence_source(draft.sources))
+            if m == len(draft.tokens) < len(unsent.tokens):  # the guess's first unsent token, judged
+                controller.observe_guess(unsent.match, 1, int(unsent.tokens[m] == verdict.token),
+                                         evidence_source(unsent.sources))
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

@@ -1,9 +1,8 @@
 """An edit's prompt in a local model's own tokens (engine/edit_prompt.py has the layout).
 
-Each piece is tokenized on its own: the chat template's text with its special tokens parsed, the
-user's text (file, region, instruction) as plain text. So the tokens before the instruction do not
-depend on it (a prewarm reads them ahead), and the region's tokens, with the fence that closes
-them, are where the edit drafter copies from.
+Each piece is tokenized on its own, without parsing special tokens (a file's `<|im_end|>` stays
+text). So the tokens before the instruction do not depend on it (a prewarm reads them ahead), and
+the region's tokens, with the fence that closes them, are where the edit drafter copies from.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from ..edit_prompt import (INSTRUCTION_ROOM, OVERHEAD_TOKENS, EditPrompt, build_
 from ..model import Model
 from ..requests import EditRequest
 
-_MARK = "\ue000{}\ue001"  # stands for piece i inside the rendered template (private-use characters)
-
 
 @dataclass
 class EditTokens:
@@ -27,19 +24,6 @@ class EditTokens:
     max_tokens: int
 
 
-def _render(model: Model, prompt: EditPrompt) -> tuple[str, str]:
-    """The template's text before the first piece and after the last one (the answer's start
-    included), with the user message's pieces taken out."""
-    marks = "".join(_MARK.format(i) for i in range(len(prompt.user)))
-    if model.chat_template:
-        text = model.apply_chat_template([("system", prompt.system), ("user", marks)])
-    else:
-        text = f"{prompt.system}\n\n{marks}\n\n"
-    head, _, rest = text.partition(_MARK.format(0))
-    tail = rest.rpartition(_MARK.format(len(prompt.user) - 1))[2]
-    return head, tail + prompt.answer_start
-
-
 def build_edit_tokens(model: Model, req: EditRequest) -> EditTokens:
     """The prompt's tokens for `req`, its context cut to fit the model's context."""
     region_tokens = len(model.tokenize(req.region))
@@ -48,18 +32,15 @@ def build_edit_tokens(model: Model, req: EditRequest) -> EditTokens:
     room = model.n_ctx - max_tokens - region_tokens - instruction - OVERHEAD_TOKENS
     before, after = fit_context(req, room, lambda t: len(model.tokenize(t)))
     prompt = build_edit_prompt(req, before, after)
-    head, tail = _render(model, prompt)
-    bos_text = model.token_text(model.bos) if model.bos >= 0 else ""
-    add_special = model.add_bos and not (bos_text and head.startswith(bos_text))
-    tokens = model.tokenize(head, add_special=add_special, parse_special=True)
+    tokens = [model.bos] if model.add_bos and model.bos >= 0 else []
     warm, region_at, region_end = 0, 0, 0
-    for piece in prompt.user:
+    for piece in prompt.pieces:
         if piece.kind == "instruction":
             warm = len(tokens)
         if piece.kind == "region":
             region_at = len(tokens)
-        tokens += model.tokenize(piece.text, parse_special=piece.kind == "template")
+        tokens += model.tokenize(piece.text)
         if piece.kind == "region":
             region_end = len(tokens) + len(model.tokenize(prompt.fence))
-    tokens += model.tokenize(tail, parse_special=True)
+    tokens += model.tokenize(prompt.answer_start)
     return EditTokens(tokens, prompt, warm, (region_at, region_end), max_tokens)

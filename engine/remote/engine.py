@@ -310,8 +310,7 @@ class RemoteEngine:
         n_ctx = (self.server.n_ctx if self.server else None) or self.settings.n_ctx
         room = n_ctx - max_tokens - region - max(INSTRUCTION_ROOM, estimate_tokens(request.instruction)) - OVERHEAD_TOKENS
         prompt = build_edit_prompt(request, *fit_context(request, room, estimate_tokens))
-        return [{"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user_text()}], max_tokens
+        return [{"role": "user", "content": prompt.message()}], max_tokens
 
     async def _open_reply(self, request: Request) -> _Reply:
         """Send the request; a llama-server without /infill for this model falls back to a FIM

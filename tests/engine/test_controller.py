@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from specterm.engine.controller import PROBE_WINDOW, CostModel, DraftController
+from specterm.engine.controller import ORIGINAL, PROBE_WINDOW, CostModel, DraftController
 from specterm.engine.settings import SpeculativeSettings
 
 
@@ -342,21 +342,59 @@ def test_a_self_draft_starts_from_a_cheap_probe_and_its_acceptance_carries():
     assert view == "full" and real >= 20, (view, real)
 
 
-def test_a_free_drafter_is_not_even_asked_where_no_match_length_pays():
-    """The compute-bound demo pair (t_v(2) = 1.8 t1) with prompt lookup or the session drafter:
-    at the acceptance of an untried match length (1/2) no draft pays, so the drafter is not even
-    run (its microseconds add up over every pass), except for the budgeted probes."""
+def _free_request(c, passes, verify, held):
+    """`passes` loop passes of a free drafter with the loop's protocol: ask, cut to what pays,
+    verify, and judge the first unsent token (`held`: whether the target wrote it)."""
+    asked = sent = 0
+    for _ in range(passes):
+        k = c.next_length()
+        keep = 0
+        if k:
+            asked += 1
+            keep = c.fit_draft(k, 8)
+            sent += keep > 0
+        c.observe(keep, keep if held else 0, 0.0, verify(keep + 1), match=8 if keep else 0)
+        if k and keep < k and (held or not keep):
+            c.observe_guess(8, 1, int(held))
+    return asked, sent
+
+
+def test_a_free_drafters_guesses_are_judged_when_not_sent_and_turn_drafting_on_when_they_hold():
+    """The compute-bound demo pair (t_v(2) = 1.8 t1) with prompt lookup: at an untried match
+    length's 1/2 no draft pays, so nothing is sent but the budgeted probes; the guesses are still
+    made (they cost nothing) and judged against what the target wrote, so text that starts to
+    repeat turns drafting on within a few passes, without waiting for a probe."""
     compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
     c.new_request(300)
-    asked = 0
-    for _ in range(300):
-        k = c.next_length()
-        if k:
-            asked += 1
-            k = c.fit_draft(k, 2)
-        c.observe(k, 0, 0.0, compute(k + 1), match=2 if k else 0)
+    asked, sent = _free_request(c, 300, compute, held=False)
+    assert c.off and asked > 200 and sent <= 300 * 0.08, (asked, sent)
+    c.new_request(300)
+    _, sent = _free_request(c, 40, compute, held=True)
+    assert not c.off and sent >= 10, (c.length, sent)
+    assert c.acceptance_for(8) > 0.9
+
+
+def test_a_free_drafter_is_not_even_asked_where_no_draft_could_pay():
+    """Where verifying n tokens costs n single passes no draft pays even if every token holds:
+    the drafter is not run (its microseconds add up over every pass), but for a rare look."""
+    linear = lambda n: 0.010 * n  # noqa: E731
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(300)
+    _free_request(c, 300, linear, held=True)  # the costs are measured (probes)
+    c.new_request(300)
+    asked, _ = _free_request(c, 300, linear, held=True)
     assert c.off and asked <= 300 * 0.08, asked
+
+
+def test_an_edits_copy_keeps_its_own_evidence():
+    """Drafts copied from an edit's original agree far more often than lookup's at the same match
+    length: their evidence is their own, so neither prices the other."""
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    for _ in range(20):
+        c.observe_guess(4, 1, 1, ORIGINAL)
+        c.observe_guess(4, 1, 0)
+    assert c.acceptance_for(4, ORIGINAL) > 0.9 > 0.2 > c.acceptance_for(4)
 
 
 def test_a_derived_drafts_prior_lets_short_drafts_out_at_once_where_they_pay():

@@ -269,7 +269,7 @@ def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length
     for g, t in ((1, 0.004), (3, 0.009)):
         costs.observe_draft(g, t)
     hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(vocab, 0.0), costs)
-    hybrid.free_acceptance = lambda match: 0.97 if match >= 4 else 0.3
+    hybrid.free_acceptance = lambda match, source: 0.97 if match >= 4 else 0.3
     assert hybrid.choose(12, 3, match=6) == (12, 0)  # a long match that holds: the whole guess
     n_s, n_m = hybrid.choose(12, 3, match=1)  # a short match that fails: cut, or the model's
     assert n_s < 4 and n_s + n_m <= 12
@@ -291,7 +291,7 @@ def test_a_guess_the_hybrid_did_not_send_is_judged_by_what_the_target_wrote(mode
         costs.observe_draft(g, t)
     draft_model = Model.load(ModelSettings(path=models.draft_q4, ctx=512))
     hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(draft_model, 0.0), costs)
-    hybrid.free_acceptance = lambda match: 0.0
+    hybrid.free_acceptance = lambda match, source: 0.0
     heard = []
     hybrid.guess_evidence = lambda *evidence: heard.append(evidence)
     text = vocab.tokenize("def area(width, height):\n    return width * height\n\n\n"
@@ -304,14 +304,14 @@ def test_a_guess_the_hybrid_did_not_send_is_judged_by_what_the_target_wrote(mode
     assert draft.sources == ["model"] * len(draft.tokens) and draft.match == 0
     hybrid.accept(len(draft.tokens))  # (the model keeps being chosen)
     hybrid.draft(prompt + text[6:9], 4, Sampling(), rng)  # the target wrote what it guessed
-    (match, known, held), = heard
-    assert match >= 6 and known == held == 3
+    (match, known, held, source), = heard
+    assert match >= 6 and known == held == 3 and source == "free"
     hybrid.accept(4)
     heard.clear()
     other = vocab.tokenize(" # none", add_special=False)
     hybrid.draft(prompt + text[6:9] + other, 4, Sampling(), rng)  # and now something else
     hybrid.close()
-    (match, known, held), = heard
+    (match, known, held, _), = heard
     assert held == 0 and known >= 1
 
 
