@@ -80,6 +80,37 @@ def evidence_source(sources: list[str] | None) -> str:
     return ORIGINAL if sources and sources[0] == ORIGINAL else FREE
 
 
+class UnsentGuesses:
+    """A free guess that was not sent, judged once the target has written past its first
+    JUDGED tokens or away from them: how many the target wrote in their places (the evidence a
+    sent draft of that length would have given, token for token). One at a time, so the evidence
+    of two guesses never overlaps; a few tokens, so a guess is decided within a few plain passes
+    (judging only the first token would price every position at the first's odds, which are the
+    best)."""
+
+    JUDGED = 4
+
+    def __init__(self) -> None:
+        self._guess: tuple[list[int], int, str, int] | None = None  # tokens, match, source, at
+
+    def offer(self, tokens: list[int], match: int, source: str, at: int) -> None:
+        if self._guess is None and tokens and match > 0:
+            self._guess = (list(tokens[:self.JUDGED]), match, source, at)
+
+    def judge(self, history: list[int], observe) -> None:
+        """`observe(match, known, held, source)` once the guess is decided."""
+        if self._guess is None:
+            return
+        tokens, match, source, at = self._guess
+        written = history[at:at + len(tokens)]
+        held = 0
+        while held < len(written) and written[held] == tokens[held]:
+            held += 1
+        if held < len(written) or len(written) == len(tokens):
+            self._guess = None
+            observe(match, min(held + 1, len(tokens)), held, source)
+
+
 def match_bucket(match: int) -> int:
     """Evidence bucket of a free draft's match length: 1, 2, 3 alone, then doubling ranges. Why:
     the drafters report how long the text agreed with the draft's source (an edit's copy runs for
@@ -317,6 +348,9 @@ class DraftController:
         self._expected = _EXPECTED_PASSES
         self.length = 0
         self.off = False  # True while drafting does not pay
+        # This request's free guesses are judged when not sent (the loop's UnsentGuesses): set per
+        # request by the loop, for a drafter that says its guesses are worth it (`judge_unsent`).
+        self.judge_unsent = False
 
     def new_request(self, max_tokens: int | None = None) -> None:
         """New text may draft differently, so what the last request taught about acceptance
@@ -628,11 +662,13 @@ class DraftController:
         fit = self.costs.line()
         known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
         if known and self.draft_is_free:
-            # Drafting is nearly free: ask for a full-length guess every pass and let `fit_draft`
-            # send what pays at its match length; what is not sent is judged all the same
-            # (`observe_guess`). Only where no draft could pay at any acceptance does the drafter
-            # not run (a look now and then, below, checks that this still holds).
-            if self.can_pay(fit):
+            # Drafting is nearly free: draft at full length and let `fit_draft` judge each
+            # proposal by its match length, as long as some match length could pay at its
+            # acceptance; otherwise not even the drafter runs (a probe now and then, below). A
+            # drafter that copies an edit's original (`judge_unsent`) is asked every pass where
+            # any draft could pay: what it guessed and did not send is judged all the same, so a
+            # copy that holds turns drafting on within a few passes.
+            if self._free_could_pay(fit, dmax) or (self.judge_unsent and self.can_pay(fit)):
                 return dmax
             self.off = True
         if known and not self.draft_is_free and (self._fresh or not self.off):

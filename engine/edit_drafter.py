@@ -112,7 +112,10 @@ class OriginalFollower:
 
 class EditDrafter:
     """The follower's guess first, then the free drafter's (`inner`); the Drafter verbs of a free
-    drafter, forwarded to `inner` for its own drafts."""
+    drafter, forwarded to `inner` for its own drafts. Its guesses cost nothing and are usually right
+    where the rewrite copies: the loop judges those it did not send (`judge_unsent`)."""
+
+    judge_unsent = True
 
     def __init__(self, follower: OriginalFollower, inner) -> None:
         self.follower = follower

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import PROBE_WINDOW, CostModel, DraftController, evidence_source
+from .controller import PROBE_WINDOW, CostModel, DraftController, UnsentGuesses, evidence_source
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .model import Model
@@ -400,6 +400,10 @@ class SpeculativeDecoder:
         else:
             controller = self.controller
             controller.new_request(job.max_tokens)
+        # A free guess not sent, judged by what the target writes there (an edit's copy of its
+        # original: Drafter.judge_unsent).
+        guesses = UnsentGuesses()
+        controller.judge_unsent = getattr(drafter, "judge_unsent", False)
 
         while why is None:
             if job.should_stop:
@@ -422,7 +426,7 @@ class SpeculativeDecoder:
                     lag = drafter.lag(history)
                     probe_lag = drafter.lag(history, PROBE_WINDOW)
                 k = min(controller.next_length(lag, probe_lag), max(room, 0))
-            draft = unsent = Draft()
+            draft = Draft()
             if controller.free_part:
                 drafter.free_max = min(self.spec.draft_max, max(room, 0))
             if k > 0:
@@ -435,7 +439,9 @@ class SpeculativeDecoder:
                     keep = controller.fit_draft(len(draft.tokens), draft.match, evidence_source(draft.sources))
                     if keep < len(draft.tokens):
                         drafter.truncate(keep)
-                        draft, unsent = draft.cut(keep), draft
+                        if keep == 0 and controller.judge_unsent:
+                            guesses.offer(draft.tokens, draft.match, evidence_source(draft.sources), len(history))
+                        draft = draft.cut(keep)
                 if len(draft.tokens) < max(self.spec.draft_min, 1):
                     drafter.truncate(0)
                     draft = draft.cut(0)
@@ -483,9 +489,7 @@ class SpeculativeDecoder:
                                draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
                                free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape,
                                source=evidence_source(draft.sources))
-            if m == len(draft.tokens) < len(unsent.tokens):  # the guess's first unsent token, judged
-                controller.observe_guess(unsent.match, 1, int(unsent.tokens[m] == verdict.token),
-                                         evidence_source(unsent.sources))
+            guesses.judge(history, controller.observe_guess)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start
             if job.on_stats:

@@ -129,12 +129,13 @@ def _completion(name: str, text: str, marker: str, max_tokens: int, path: str) -
     return BenchTask(name, "completion", req)
 
 
-def _edit(name: str, instruction: str, code: str, path: str, max_tokens: int) -> BenchTask:
+def _edit(name: str, instruction: str, code: str, path: str, max_tokens: int, before: str = "",
+          after: str = "") -> BenchTask:
     """An edit of a whole file, as the app and `specterm edit` ask for one (an EditRequest: the
     same prompt and the same drafting from the original). The answer repeats most of its input,
     which is where drafting from the original pays."""
     return BenchTask(name, "edit", EditRequest(instruction=instruction, region=code, path=path,
-                                               max_tokens=max_tokens))
+                                               max_tokens=max_tokens, before=before, after=after))
 
 
 def _chat(name: str, instruction: str, code: str, lang: str, max_tokens: int) -> BenchTask:
@@ -262,7 +263,7 @@ def fim_tasks(paths: Sequence[str | Path], *, count: int = 8, seed: int = 0, max
 # Keys a tasks-file line may carry, by kind (besides name, kind, max_tokens, context).
 _REQUIRED = {"edit": ("instruction", "code"), "chat": ("message",), "continuation": ("prompt",),
              "fim": ("prefix",), "completion": ("prefix",)}
-_OPTIONAL = {"edit": ("lang", "path"), "chat": (), "continuation": (), "fim": ("suffix", "path"),
+_OPTIONAL = {"edit": ("lang", "path", "before", "after"), "chat": (), "continuation": (), "fim": ("suffix", "path"),
              "completion": ("suffix", "path")}
 _COMMON = ("name", "kind", "max_tokens", "context")
 
@@ -300,8 +301,11 @@ def _task_from_object(obj: dict, *, line: str, max_tokens: dict[str, int]) -> Be
         lang = obj.get("lang")
         if lang and fence_language(path) != lang:  # the code block's language comes from the path
             path += next((ext for ext, name in LANGUAGES.items() if name == lang), "")
+        before, after = obj.get("before", ""), obj.get("after", "")
+        if before and not before.endswith("\n"):  # the region is whole lines
+            before += "\n"
         code = obj["code"] if obj["code"].endswith("\n") else obj["code"] + "\n"
-        task = _edit(name, obj["instruction"], code, path, limit)
+        task = _edit(name, obj["instruction"], code, path, limit, before, after)
     elif kind == "chat":
         msg = ChatMessage("user", obj["message"])
         task = BenchTask(name, "chat", ChatRequest(messages=(msg,), max_tokens=limit))

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from specterm.engine.controller import ORIGINAL, PROBE_WINDOW, CostModel, DraftController
+from specterm.engine.controller import ORIGINAL, PROBE_WINDOW, CostModel, DraftController, UnsentGuesses
 from specterm.engine.settings import SpeculativeSettings
 
 
@@ -359,13 +359,25 @@ def _free_request(c, passes, verify, held):
     return asked, sent
 
 
-def test_a_free_drafters_guesses_are_judged_when_not_sent_and_turn_drafting_on_when_they_hold():
-    """The compute-bound demo pair (t_v(2) = 1.8 t1) with prompt lookup: at an untried match
-    length's 1/2 no draft pays, so nothing is sent but the budgeted probes; the guesses are still
-    made (they cost nothing) and judged against what the target wrote, so text that starts to
-    repeat turns drafting on within a few passes, without waiting for a probe."""
+def test_a_free_drafter_is_not_even_asked_where_no_match_length_pays():
+    """The compute-bound demo pair (t_v(2) = 1.8 t1) with prompt lookup or the session drafter:
+    at the acceptance of an untried match length (1/2) no draft pays, so the drafter is not even
+    run (its microseconds add up over every pass), except for the budgeted probes."""
     compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(300)
+    asked, _ = _free_request(c, 300, compute, held=False)
+    assert c.off and asked <= 300 * 0.08, asked
+
+
+def test_an_edits_unsent_guesses_are_judged_and_turn_drafting_on_when_they_hold():
+    """The same costs with an edit's copy of its original (`judge_unsent`): nothing is sent but the
+    budgeted probes while the copy is not shown to hold, but the guesses are still made (they cost
+    nothing) and judged against what the target wrote, so a copy that holds turns drafting on
+    within a few passes, without waiting for a probe."""
+    compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
+    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.judge_unsent = True
     c.new_request(300)
     asked, sent = _free_request(c, 300, compute, held=False)
     assert c.off and asked > 200 and sent <= 300 * 0.08, (asked, sent)
@@ -380,6 +392,7 @@ def test_a_free_drafter_is_not_even_asked_where_no_draft_could_pay():
     the drafter is not run (its microseconds add up over every pass), but for a rare look."""
     linear = lambda n: 0.010 * n  # noqa: E731
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.judge_unsent = True
     c.new_request(300)
     _free_request(c, 300, linear, held=True)  # the costs are measured (probes)
     c.new_request(300)
@@ -747,3 +760,23 @@ def test_a_guess_that_was_not_sent_counts_for_its_match_length():
     c.observe_guess(0, 4, 4)  # no n-gram behind it: not a free guess's evidence
     c.observe_guess(20, 0, 0)  # nothing written there yet: nothing known
     assert c.acceptance_for(20) == held
+
+
+def test_an_unsent_guess_is_judged_token_for_token_once_the_target_passed_it():
+    """What a sent draft would have shown: the whole guess when the target wrote all of it, up to
+    and with the first token it wrote differently; nothing while undecided; one guess at a time."""
+    heard = []
+    guesses = UnsentGuesses()
+    guesses.offer([7, 8, 9], 5, ORIGINAL, 2)
+    guesses.offer([1, 2], 3, "free", 3)  # one at a time: ignored
+    guesses.judge([0, 0, 7, 8], lambda *e: heard.append(e))
+    assert heard == []  # two of three agree so far: undecided
+    guesses.judge([0, 0, 7, 8, 9, 4], lambda *e: heard.append(e))
+    assert heard == [(5, 3, 3, ORIGINAL)]
+    guesses.offer([4, 5, 6], 2, "free", 6)
+    guesses.judge([0, 0, 7, 8, 9, 4, 9], lambda *e: heard.append(e))
+    assert heard[-1] == (2, 1, 0, "free")  # wrong at once: one token tried, none held
+    guesses.offer([], 2, "free", 7)  # nothing to judge
+    guesses.offer([3], 0, "free", 7)  # not a match: no evidence to give
+    guesses.judge([0] * 9, lambda *e: heard.append(e))
+    assert len(heard) == 2
