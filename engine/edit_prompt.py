@@ -21,7 +21,9 @@ whatever the instruction is, and the region's tokens are known: the drafter foll
 (engine/edit_drafter.py). A remote server gets the same text as one user message.
 
 The answer's rules (`EditText`): an opening code fence is dropped, a closing one ends the answer,
-and the answer keeps the region's trailing line break convention (it ends with a line break
+so does writing on into the file's next lines (the first two non-blank lines after the region, cut
+off with the blank lines before them: a small model that copied its region often goes on copying
+the file), and the answer keeps the region's trailing line break convention (it ends with a line break
 exactly when the region did; blank lines the model wrote before its closing fence stay when the
 region ends with a line break).
 """
@@ -46,6 +48,7 @@ OVERHEAD_TOKENS = 160  # the template's text and the system message, counted gen
 # context exactly as the request that follows does and reads the same prompt start.
 INSTRUCTION_ROOM = 256
 AFTER_SHARE = 4  # the text after the region gets at most 1/4 of the context budget
+AFTER_LINES = 2  # an answer that writes the file's next this many non-blank lines has run on
 
 LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".jsx": "jsx",
              ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".c": "c", ".h": "c",
@@ -156,9 +159,11 @@ class EditText:
     piece of what the model wrote, get what may be shown now; `done` once the closing fence came;
     `finish` gives the rest. The pieces returned add up to `text`, the whole new region."""
 
-    def __init__(self, region: str, fence: str = "```") -> None:
+    def __init__(self, region: str, fence: str = "```", after: str = "") -> None:
         self.ends_with_newline = region.endswith("\n") or not region
         self.fence = fence  # a line that starts with it closes the block
+        # the file's next non-blank lines: the answer that writes them has run past its region
+        self._after_head = [line for line in after.split("\n") if line.strip()][:AFTER_LINES]
         self.text = ""
         self.done = False
         self._line = ""  # the current line, not shown yet while it may be a fence
@@ -185,21 +190,47 @@ class EditText:
     def feed(self, piece: str) -> str:
         if self.done or not piece:
             return ""
-        out: list[str] = []
+        shown: list[str] = []
         for part in re.split(r"(\n)", piece):
             if not part:
                 continue
+            out: list[str] = []
             if part == "\n":
                 self._end_line(out)
             else:
                 self._line += part
                 if not self._maybe_fence(self._line):
                     out.append(self._flush_line())
+            self.text += "".join(out)
+            shown += out
+            if part == "\n" and not self.done and self._ran_on():
+                self.done = True
             if self.done:
                 break
-        shown = "".join(out)
-        self.text += shown
-        return shown
+        return "".join(shown)
+
+    def _ran_on(self) -> bool:
+        """The answer's last complete lines are the file's next lines: cut them (and the blank
+        lines before them) off, and the answer ends."""
+        head = self._after_head
+        if not head or self._line or not self._newlines:
+            return False
+        lines = self.text.split("\n")
+        if len(lines) < len(head):
+            return False
+        tail = [line for line in lines if line.strip()][-len(head):]
+        if tail != head:
+            return False
+        keep = len(lines)
+        found = 0
+        while keep > 0 and found < len(head):  # back over the head's lines and blank lines between
+            keep -= 1
+            found += bool(lines[keep].strip())
+        while keep > 0 and not lines[keep - 1].strip():
+            keep -= 1
+        self.text = "\n".join(lines[:keep]) + ("\n" if keep else "")
+        self._newlines = ""
+        return True
 
     def _maybe_fence(self, line: str) -> bool:
         """The line could still be (or is) a code fence: held."""
@@ -243,9 +274,9 @@ class EditText:
         return shown
 
 
-def clean_edit_text(raw: str, region: str, fence: str = "```") -> str:
+def clean_edit_text(raw: str, region: str, fence: str = "```", after: str = "") -> str:
     """A whole answer made clean at once (a backend that did not stream it)."""
-    t = EditText(region, fence)
+    t = EditText(region, fence, after)
     t.feed(raw)
     t.finish()
     return t.text

@@ -557,7 +557,7 @@ class LocalEngine:
             et = build_edit_tokens(target, request)
             tokens, max_tokens = et.tokens, et.max_tokens
             prediction = Prediction(et.tokens, *et.region)  # the region: what the edit drafts from
-            edit = EditText(request.region, et.prompt.fence)
+            edit = EditText(request.region, et.prompt.fence, request.after)
             check_text = edit.check
             on_text = edit.relay(on_text)
         elif isinstance(request, CompletionRequest):

@@ -444,7 +444,7 @@ class RemoteEngine:
         run.response = opened.response
         stops = InlineStops(request) if is_fim else None
         # an edit's answer made clean as it streams (its fences dropped; the closing one ends it)
-        edit = EditText(request.region, fence_for(request.region, request.before, request.after)) \
+        edit = EditText(request.region, fence_for(request.region, request.before, request.after), request.after) \
             if isinstance(request, EditRequest) else None
         framer = SseFramer()
         lines = opened.response.aiter_lines()
