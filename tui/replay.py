@@ -180,11 +180,11 @@ class _Watch:
         self.shown, self.shown_at, self.shown_edits = text, at, message.edits
 
 
-def _key_for(ch: str) -> str:
+def key_for(ch: str) -> str:
     return {"\n": "enter", "\t": "tab", " ": "space"}.get(ch, ch)
 
 
-def _key_event(key: str) -> events.Key:
+def key_event(key: str) -> events.Key:
     """The Key event a terminal sends for `key` (a character or a key name), as Pilot makes it."""
     name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
     try:
@@ -192,6 +192,17 @@ def _key_event(key: str) -> events.Key:
     except KeyError:
         char = key if len(key) == 1 else None
     return events.Key(name, char)
+
+
+async def wait_engine_ready(app: SpectermApp, pilot) -> None:
+    """Wait for the app's model to load; ReplayError when it cannot."""
+    deadline = time.monotonic() + 300
+    while not app.engine_ready.is_set():
+        if app.status_model.state == "error":
+            raise ReplayError(f"the model could not be loaded: {app.status_model.message}")
+        if time.monotonic() > deadline:
+            raise ReplayError("the model did not load within 300 s")
+        await pilot.pause(0.05)
 
 
 class Replay:
@@ -218,7 +229,7 @@ class Replay:
             app = SpectermApp(self.settings, copy, watch=False)
             started = time.monotonic()
             async with app.run_test(size=self.opts.size, message_hook=self.watch) as pilot:
-                await self._wait_ready(app, pilot)
+                await wait_engine_ready(app, pilot)
                 editor = app.active_editor
                 assert editor is not None
                 for n, region in enumerate(regions):
@@ -231,15 +242,6 @@ class Replay:
                 return await self._report(app, regions, typed_s, editor.text == self.text)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-
-    async def _wait_ready(self, app: SpectermApp, pilot) -> None:
-        deadline = time.monotonic() + 300
-        while not app.engine_ready.is_set():
-            if app.status_model.state == "error":
-                raise ReplayError(f"the model could not be loaded: {app.status_model.message}")
-            if time.monotonic() > deadline:
-                raise ReplayError("the model did not load within 300 s")
-            await pilot.pause(0.05)
 
     def _location(self, offset: int) -> tuple[int, int]:
         before = self.text[:offset]
@@ -256,7 +258,7 @@ class Replay:
         editor = app.active_editor
         edits = editor.edits if editor is not None else 0
         at = self.watch.key()
-        app.post_message(_key_event(key))
+        app.post_message(key_event(key))
         deadline = at + KEY_WAIT_S
         while time.monotonic() < deadline and editor is not None:
             if editor.edits > edits if key != "escape" else not editor.ghost_text:
@@ -296,7 +298,7 @@ class Replay:
             if ch == "\t" and editor.ghost_text:
                 await self._press(pilot, "escape")  # Tab would accept the suggestion
             through = editor.ghost_text.startswith(ch)  # the key types through the suggestion
-            at = await self._press(pilot, _key_for(ch))
+            at = await self._press(pilot, key_for(ch))
             self.tally.typed += 1
             i += 1
             if ch == "\n":

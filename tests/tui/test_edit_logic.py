@@ -122,3 +122,18 @@ def test_instruction_history_moves_a_repeat_to_the_end():
     for text in ["a", "b", "a"]:
         history.add(text)
     assert history.items == ["b", "a"]
+
+
+def test_the_context_around_a_region_is_whole_lines_within_the_read_budget():
+    from specterm.tui.edit.flow import context_around
+    from specterm.tui.edit.region import target_for
+
+    lines = [f"line {i}" for i in range(100)] + [""]
+    target = target_for(lines, 40, 45)
+    before, after = context_around(target, 300)
+    assert target.before.endswith(before) and target.after.startswith(after)
+    assert before.endswith("\n") and after.endswith("\n") and before.startswith("line ")
+    assert len(before) + len(after) + len(target.region) <= 300
+    assert 0 < len(after) <= (300 - len(target.region)) // 4 < len(before)
+    assert context_around(target, 100_000) == (target.before, target.after)  # it all fits
+    assert context_around(target, 10) == ("", "")  # the region alone is over budget

@@ -136,8 +136,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.Ar
                    help="type FILE into the real app (headless) at a human pace and measure its "
                    "completions: latency after a pause and after Tab, the share the assistant wrote, "
                    "wasted generation, in-app against headless tokens/s, vanished suggestions")
+    p.add_argument("--edits", metavar="FILE", default=None,
+                   help="make each edit task of a tasks file in the real app (headless) as a person "
+                   "does: select the region, the edit key, type the instruction, Enter; reports the "
+                   "time to the first changed line on screen, the whole rewrite, and in-app against "
+                   "headless tokens/s")
     p.add_argument("--cps", type=_cps, default=None, metavar="N",
-                   help="--replay typing speed in characters a second (default: 8)")
+                   help="--replay typing speed in characters a second (default: 8; --edits: 12)")
     p.add_argument("--full", action="store_true",
                    help="--replay types the whole file from an empty buffer (default: blanked regions "
                    "spread over the file, so a 25 KB file takes at most about 5 minutes)")
@@ -227,10 +232,14 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.replay is not None and args.edits is not None:
+        raise UsageError("bench: --replay FILE and --edits FILE run alone: give one of them.")
     if args.replay is not None:
         return run_replay(args, settings)
+    if args.edits is not None:
+        return run_edits(args, settings)
     if args.cps is not None or args.full:
-        raise UsageError("bench: --cps and --full go with --replay FILE.")
+        raise UsageError("bench: --cps goes with --replay FILE or --edits FILE, --full with --replay FILE.")
     if settings.engine.backend != "local":
         raise UsageError(
             "bench measures the local llama.cpp engine (it times target and draft passes itself); "
@@ -473,6 +482,38 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         progress.clear()
     write_replay(data, sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+    return 0
+
+
+def run_edits(args: argparse.Namespace, settings: Settings) -> int:
+    """`bench --edits FILE`: the app makes each edit task; see tui/edit_bench.py."""
+    if args.paths or args.tasks_file or args.sweep or args.compare_llama_cpp or args.full:
+        raise UsageError("bench: --edits FILE runs alone (no PATHS, --tasks-file, --sweep, --full or --compare-llama-cpp).")
+    from specterm.engine.bench.tasks import TasksFileError, parse_tasks_file
+
+    text = read_user_text(Path(args.edits), f"--edits {args.edits}")
+    try:
+        tasks = [t for t in parse_tasks_file(text, source=args.edits) if t.kind == "edit"]
+    except TasksFileError as err:
+        raise UsageError(f"bench: {err}.") from None
+    if not tasks:
+        raise UsageError(f"bench: {args.edits} has no edit task (kind \"edit\").")
+    tasks = tasks[: args.tasks] if args.tasks else tasks
+    from ..edit_bench import DEFAULT_CPS, EditBenchOptions, run_edit_bench, write_edit_bench
+    from ..replay import ReplayError
+
+    progress = TtyProgress()
+    settings = replace(settings, draft=replace(settings.draft, session_store=""))  # never a saved memory
+    try:
+        data = run_edit_bench(settings, tasks, EditBenchOptions(cps=args.cps or DEFAULT_CPS),
+                              lambda message: progress(f"edits: {message}"))
+    except ReplayError as err:
+        raise UsageError(f"bench --edits: {err}.") from None
+    finally:
+        progress.clear()
+    write_edit_bench(data, sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(data, ensure_ascii=False), flush=True)
     return 0

@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from ..widgets.editor import CodeEditor
 
 BOX_ROWS = 3
+AFTER_SHARE = 4  # the text after the region gets at most this share of the context
+
+
+def context_around(target: EditTarget, chars: int) -> tuple[str, str]:
+    """The whole lines before and after the region that fit `chars` characters with it: the text
+    after gets at most 1/AFTER_SHARE of the room (its start), the text before the rest (its end)."""
+    room = max(chars - len(target.region), 0)
+    after = target.after[: room // AFTER_SHARE]
+    if after != target.after:
+        after = after[: after.rfind("\n") + 1]
+    room -= len(after)
+    before = target.before[len(target.before) - room:] if room < len(target.before) else target.before
+    if before != target.before:
+        before = before[before.find("\n") + 1:] if "\n" in before else ""
+    return before, after
 
 
 class EditFlow:
@@ -99,10 +114,17 @@ class EditFlow:
         editor.parent.mount(self.box)  # type: ignore[union-attr]
         self.box.focus()
         self.app.call_after_refresh(self._focus_box)
-        engine = self.app.engine
-        if engine is not None:  # read everything but the instruction while the user types it
-            self.app.run_worker(engine.prewarm(self._request("", target, editor), urgent=True),
+        if self.app.engine is not None:  # read everything but the instruction while the user types it
+            self.app.run_worker(self._prewarm(self._request("", target, editor)),
                                 group="edit-prewarm", exit_on_error=False)
+
+    async def _prewarm(self, request: EditRequest) -> None:
+        """Read the edit's prompt ahead; what the read took sizes the next edit's context, as
+        the completions' reads size their window (an edit may come before any completion)."""
+        engine = self.app.engine
+        read = await engine.prewarm(request, urgent=True) if engine is not None else None
+        if read is not None:
+            self.app.completer.window.observe(len(request.before) + len(request.region) + len(request.after), read)
 
     def _focus_box(self) -> None:
         if self.box is not None:
@@ -165,8 +187,13 @@ class EditFlow:
     # -- the rewrite and its review ---------------------------------------------------------------
 
     def _request(self, instruction: str, target: EditTarget, editor: "CodeEditor") -> EditRequest:
-        return EditRequest(instruction=instruction, region=target.region, before=target.before,
-                           after=target.after, path=str(editor.path) if editor.path else None)
+        """The edit's request. The file around the region is cut to what the engine reads, with
+        the region, in about the completions' read budget (their prefix window, measured from the
+        engine's prompt reads): the box reads it while the instruction is typed, so on a slow CPU
+        a whole file's context would still be reading when Enter is pressed."""
+        before, after = context_around(target, self.app.completer.window.chars)
+        return EditRequest(instruction=instruction, region=target.region, before=before,
+                           after=after, path=str(editor.path) if editor.path else None)
 
     def _start(self, editor: "CodeEditor", target: EditTarget, instruction: str, label: str) -> None:
         self.request = self._request(instruction, target, editor)
