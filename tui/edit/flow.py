@@ -15,6 +15,7 @@ from textual.widgets.text_area import Selection
 
 from specterm.engine import EditRequest, Finished, TextDelta
 
+from ..widgets.completion import MIN_WINDOW_CHARS
 from .box import InstructionBox, InstructionHistory
 from .merge import merge_instruction, merge_rows
 from .region import EditTarget, pick_rows, target_for
@@ -191,7 +192,9 @@ class EditFlow:
         the region, in about the completions' read budget (their prefix window, measured from the
         engine's prompt reads): the box reads it while the instruction is typed, so on a slow CPU
         a whole file's context would still be reading when Enter is pressed."""
-        before, after = context_around(target, self.app.completer.window.chars)
+        window = self.app.completer.window
+        # until a read was measured, the least window: a slow CPU would still be reading the rest
+        before, after = context_around(target, window.chars if window.rate is not None else MIN_WINDOW_CHARS)
         return EditRequest(instruction=instruction, region=target.region, before=before,
                            after=after, path=str(editor.path) if editor.path else None)
 
