@@ -93,6 +93,7 @@ async def test_review_reject_all_per_hunk_accept_all_undo_and_save(circle, setti
         review = await _rewrite(pilot, app)
         request = app.edits.request
         assert request.region == AREA and request.before + AREA + request.after == SOURCE
+        assert request.path == "circle.py"  # relative to the opened folder
         assert review is not None, f"the demo model changed nothing: {app.edits.finished}"
         assert not editor.display and review.view.display
         assert "a accept all" in str(review.query_one("#edit-bar").render())
@@ -226,3 +227,4 @@ async def test_apply_from_chat_is_a_reviewed_merge_not_a_paste(circle, settings_
         await wait_for(pilot, lambda: app.edits.review is None, 10)
         assert editor.text == _expected(app, None) != SOURCE
         assert circle.read_text() == SOURCE
+

@@ -196,7 +196,17 @@ class EditFlow:
         # until a read was measured, the least window: a slow CPU would still be reading the rest
         before, after = context_around(target, window.chars if window.rate is not None else MIN_WINDOW_CHARS)
         return EditRequest(instruction=instruction, region=target.region, before=before,
-                           after=after, path=str(editor.path) if editor.path else None)
+                           after=after, path=self._prompt_path(editor))
+
+    def _prompt_path(self, editor: "CodeEditor") -> str | None:
+        """The file's name as the prompt gives it: relative to the opened folder (the model needs
+        no more, and the user's home need not be in every prompt)."""
+        if editor.path is None:
+            return None
+        try:
+            return str(editor.path.resolve().relative_to(self.app.root.resolve()))
+        except ValueError:
+            return editor.path.name
 
     def _start(self, editor: "CodeEditor", target: EditTarget, instruction: str, label: str) -> None:
         self.request = self._request(instruction, target, editor)
