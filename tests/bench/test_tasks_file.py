@@ -123,3 +123,24 @@ def test_cli_runs_a_tasks_file_of_every_kind(bench, tmp_path: Path):
     done = [ln for ln in r.err.splitlines() if ln.startswith("bench: [")]
     assert [ln.split("] ")[1].split(" (")[0] for ln in done] == [g["name"] for g in GOOD]
     assert "speculative telemetry" in r.err and "num_drafts" in r.err
+
+
+def test_the_stdlib_edit_tasks_parse_as_edits_of_whole_files_and_of_regions():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from specterm.engine import EditRequest
+    from specterm.engine.bench.tasks import parse_tasks_file
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "stdlib_edits.py"
+    run = lambda *a: subprocess.run([sys.executable, str(script), *a], capture_output=True, text=True)  # noqa: E731
+    whole = parse_tasks_file(run("whole").stdout)
+    assert len(whole) >= 8 and all(isinstance(t.request, EditRequest) and not t.request.before for t in whole)
+    regions = parse_tasks_file(run("region").stdout)
+    assert len(regions) == 3
+    for task in regions:
+        req = task.request
+        assert req.before.endswith("\n") and req.after and req.region.lstrip().startswith("def ")
+    bad = run("nonsense")
+    assert bad.returncode == 2 and "usage" in bad.stderr and bad.stdout == ""
