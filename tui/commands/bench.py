@@ -22,7 +22,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
 from ..config import Settings
 from .bench_also import draft_settings, parse_also, run_also, write_also
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.edits is not None:
         return run_edits(args, settings)
     if args.cps is not None or args.full:
-        raise UsageError("bench: --cps goes with --replay FILE or --edits FILE, --full with --replay FILE.")
+        raise UsageError("bench: --cps and --full go with --replay FILE (--cps also with --edits FILE).")
     if settings.engine.backend != "local":
         raise UsageError(
             "bench measures the local llama.cpp engine (it times target and draft passes itself); "
@@ -470,18 +470,28 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"--replay {args.replay}: the file is empty; there is nothing to type.")
     if "\x00" in text:
         raise UsageError(f"--replay {args.replay}: not a text file (it holds NUL bytes).")
-    from ..replay import DEFAULT_CPS, ReplayError, ReplayOptions, run_replay as replay
+    from ..replay import DEFAULT_CPS, ReplayOptions, run_replay as replay
+
+    opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
+    return _in_app(args, settings, "replay",
+                   lambda s, progress: replay(s, path, text.replace("\r\n", "\n"), opts, progress), write_replay)
+
+
+def _in_app(args: argparse.Namespace, settings: Settings, label: str,
+            run: Callable[[Settings, Callable[[str], None]], dict], write: Callable[[dict, TextIO], None]) -> int:
+    """Run an in-app measurement (`run`, given the settings and a progress line) and print its
+    report (`write`; with --json the table goes to stderr and the JSON to stdout)."""
+    from ..replay import ReplayError
 
     progress = TtyProgress()
-    opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
     settings = replace(settings, draft=replace(settings.draft, session_store=""))  # never a saved memory
     try:
-        data = replay(settings, path, text.replace("\r\n", "\n"), opts, lambda message: progress(f"replay: {message}"))
+        data = run(settings, lambda message: progress(f"{label}: {message}"))
     except ReplayError as err:
-        raise UsageError(f"bench --replay: {err}.") from None
+        raise UsageError(f"bench --{label}: {err}.") from None
     finally:
         progress.clear()
-    write_replay(data, sys.stderr if args.json else sys.stdout)
+    write(data, sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(data, ensure_ascii=False), flush=True)
     return 0
@@ -502,21 +512,10 @@ def run_edits(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"bench: {args.edits} has no edit task (kind \"edit\").")
     tasks = tasks[: args.tasks] if args.tasks else tasks
     from ..edit_bench import DEFAULT_CPS, EditBenchOptions, run_edit_bench, write_edit_bench
-    from ..replay import ReplayError
 
-    progress = TtyProgress()
-    settings = replace(settings, draft=replace(settings.draft, session_store=""))  # never a saved memory
-    try:
-        data = run_edit_bench(settings, tasks, EditBenchOptions(cps=args.cps or DEFAULT_CPS),
-                              lambda message: progress(f"edits: {message}"))
-    except ReplayError as err:
-        raise UsageError(f"bench --edits: {err}.") from None
-    finally:
-        progress.clear()
-    write_edit_bench(data, sys.stderr if args.json else sys.stdout)
-    if args.json:
-        print(json.dumps(data, ensure_ascii=False), flush=True)
-    return 0
+    opts = EditBenchOptions(cps=args.cps or DEFAULT_CPS)
+    return _in_app(args, settings, "edits", lambda s, progress: run_edit_bench(s, tasks, opts, progress),
+                   write_edit_bench)
 
 
 def write_replay(d: dict, out: TextIO) -> None:
