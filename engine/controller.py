@@ -367,10 +367,13 @@ class DraftController:
         if total > _CONTINUATION_CARRY_MAX:  # a few drafts of the new text outweigh it
             self._reach *= _CONTINUATION_CARRY_MAX / total
             self._stops *= _CONTINUATION_CARRY_MAX / total
+        # How faithfully the model copies a region it rewrites is the model's more than the
+        # text's: an edit's copy keeps its evidence in full, as a draft model's acceptance does.
         for source in self._match_succ:
             for b in range(_MATCH_BUCKETS + 1):
-                self._match_succ[source][b] *= _CARRY
-                self._match_fail[source][b] *= _CARRY
+                keep = _CARRY_MODEL if source == ORIGINAL else _CARRY
+                self._match_succ[source][b] *= keep
+                self._match_fail[source][b] *= keep
         self._spent = 0.0
         self._passes = 0
         self._since_refresh += 1

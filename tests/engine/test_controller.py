@@ -408,6 +408,9 @@ def test_an_edits_copy_keeps_its_own_evidence():
         c.observe_guess(4, 1, 1, ORIGINAL)
         c.observe_guess(4, 1, 0)
     assert c.acceptance_for(4, ORIGINAL) > 0.9 > 0.2 > c.acceptance_for(4)
+    lookup = c.acceptance_for(4)
+    c.new_request(100)  # a new text: lookup's evidence counts for less, the copy's is the model's
+    assert c.acceptance_for(4, ORIGINAL) > 0.9 and lookup < c.acceptance_for(4) < 0.5
 
 
 def test_a_derived_drafts_prior_lets_short_drafts_out_at_once_where_they_pay():
