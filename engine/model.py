@@ -30,6 +30,9 @@ class Model(Protocol):
     name: str
     n_ctx: int
     n_batch: int
+    # Seconds spent inside the backend's decode calls, waiting for their results included (the
+    # loop takes differences: the rest of a pass is host work).
+    device_s: float
 
     @property
     def gpu_layers(self) -> int: ...

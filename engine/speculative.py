@@ -461,7 +461,7 @@ class SpeculativeDecoder:
             # an empty draft's too: the shape then stays the same from pass to pass.
             pad = self.pad_rows if self.pad_rows and (k > 0 or not controller.off) else 0
             shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
-            t0 = time.perf_counter()
+            t0, device0 = time.perf_counter(), target.device_s
             target.decode(batch, n_past, logits_from=0, pad_to=shape)
             rows = target.logits_rows(len(batch))
             if heal_left or guard:
@@ -473,6 +473,7 @@ class SpeculativeDecoder:
                 verdict = verify_sampled(rows, draft.tokens, draft.q, job.sampling, rng)
             t_verify = time.perf_counter() - t0
             stats.verify_time_s += t_verify
+            stats.device_time_s += target.device_s - device0
 
             m = verdict.accepted
             if m < len(draft.tokens) or shape > len(batch):

@@ -36,6 +36,9 @@ class Stats:
     # Positions a derived draft copied from the target's KV cache instead of reading them.
     draft_adopted_tokens: int = 0
     verify_time_s: float = 0.0  # time in target passes during generation
+    # Of verify_time_s: inside llama.cpp's decode (its results waited for); the rest of a pass is
+    # host work (batch filling, logits copy, acceptance, KV bookkeeping).
+    device_time_s: float = 0.0
     generation_time_s: float = 0.0  # wall time from first generated token pass to the end
     draft_max: int = 0  # the largest draft length allowed
     draft_length: int = 0  # the draft length the controller chose for the latest pass
@@ -155,7 +158,7 @@ class Stats:
                      "time_to_first_token_s", "drafter_share"):
             out[name] = getattr(self, name)
         for key in ("prompt_time_s", "first_token_time_s", "draft_time_s", "draft_catchup_time_s",
-                    "verify_time_s", "generation_time_s", "time_to_first_token_s"):
+                    "verify_time_s", "device_time_s", "generation_time_s", "time_to_first_token_s"):
             if out[key] is not None:
                 out[key] = round(out[key], 6)
         return out

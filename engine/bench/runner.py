@@ -163,6 +163,14 @@ class Comparison:
         rest = stats.generation_time_s - stats.verify_time_s - stats.draft_time_s
         return rest / passes * 1e3
 
+    def host_ms_per_pass(self, stats: Stats) -> float | None:
+        """Generation time outside the target's llama.cpp decode calls and drafting, per loop
+        pass: the Python side of a pass (batch filling, logits copy, acceptance, bookkeeping)."""
+        passes = stats.target_passes - stats.requests
+        if passes <= 0 or stats.device_time_s <= 0:
+            return None
+        return (stats.generation_time_s - stats.device_time_s - stats.draft_time_s) / passes * 1e3
+
     def cost_breakdown(self, costs: Costs | None) -> dict | None:
         """Where the speculative time went, measured in the loop vs predicted from the costs:
         target passes (verification) per pass, and drafting per drafted token."""
@@ -211,6 +219,10 @@ class Comparison:
             "overhead_ms_per_pass": {
                 "plain": _r(self.overhead_ms_per_pass(self.plain)),
                 "speculative": _r(self.overhead_ms_per_pass(self.speculative)),
+            },
+            "host_ms_per_pass": {
+                "plain": _r(self.host_ms_per_pass(self.plain)),
+                "speculative": _r(self.host_ms_per_pass(self.speculative)),
             },
         }
 

@@ -12,6 +12,7 @@ import ctypes
 import os
 import struct
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,7 @@ class Model:
         self._ctx = None
         self._batch = None
         self._pad = 0  # padding rows of the last decode (see decode's pad_to)
+        self.device_s = 0.0  # in llama_decode and its synchronize (Model protocol)
         self._closed = True
         self._state_buf = None  # reused by adopt_cache (allocating it each time costs more than the copy)
 
@@ -490,7 +492,10 @@ class Model:
             b.seq_id[i][0] = 0
             b.logits[i] = 1 if i >= logits_from else 0
         self._pad = n - n_real
+        t0 = time.perf_counter()
         rc = lc.llama_decode(self._ctx, b)
+        lc.llama_synchronize(self._ctx)  # a GPU's work ends here, not in the logits read after it
+        self.device_s += time.perf_counter() - t0
         if rc != 0:
             raise ContextOverflowError(
                 f"llama.cpp failed to decode a batch of {n} tokens for {self.name} (code {rc}).",

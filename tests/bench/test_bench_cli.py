@@ -35,6 +35,10 @@ def test_json_report_with_sweep(bench):
             assert set(task[side]) == STATS_KEYS  # the engine's own statistics type
             assert task[side]["requests"] == 1 and task[side]["tokens"] > 0
         assert task["plain"]["drafted"] == 0  # plain really is plain
+        for side in ("plain", "speculative"):  # llama.cpp's decode is part of each pass, not all
+            stats = task[side]
+            assert 0 < stats["device_time_s"] <= stats["verify_time_s"] <= stats["generation_time_s"]
+            assert _is_number(task["host_ms_per_pass"][side]) and task["host_ms_per_pass"][side] > 0
         assert _is_number(task["speedup"])
         assert task["outputs_match"] in (True, False)
         if task["outputs_match"] is False:  # where, and whether plain decoding was at a near-tie
@@ -69,7 +73,7 @@ def test_json_report_with_sweep(bench):
     assert costs["samples"] == rounds  # the headline costs pool every task's rounds
     assert data["draft_kind"] == "lookup" and data["settings"]["sweep"] == [1, 2]
     # the human table went to stderr, stdout stayed pure JSON
-    assert "summary:" in r.err and "speedup vs draft length" in r.err
+    assert "summary:" in r.err and "speedup vs draft length" in r.err and "host ms per pass" in r.err
 
 
 @pytest.mark.parametrize("hybrid", [True, False])

@@ -368,6 +368,9 @@ def write_table(data: dict, out: TextIO) -> None:
     if len(kinds) > 1:
         out.write("by kind: " + ", ".join(f"{k} {_x(v['speedup'])} (min {_x(v['speedup_min'])}, {v['tasks']})"
                                           for k, v in kinds.items()) + "\n")
+    host = host_line(data)
+    if host:
+        out.write(host + "\n")
     write_telemetry(data, out)
     if data.get("llama_cpp"):
         write_llama_cpp(data["llama_cpp"], out)
@@ -516,6 +519,22 @@ def run_edits(args: argparse.Namespace, settings: Settings) -> int:
     opts = EditBenchOptions(cps=args.cps or DEFAULT_CPS)
     return _in_app(args, settings, "edits", lambda s, progress: run_edit_bench(s, tasks, opts, progress),
                    write_edit_bench)
+
+
+def host_line(data: dict) -> str | None:
+    """Host work per pass (the loop's Python beside llama.cpp's decode calls), the tasks' mean,
+    against t1: what a GPU, where t1 is a millisecond or two, pays on every pass."""
+    def mean(side: str) -> float | None:
+        values = [t["host_ms_per_pass"][side] for t in data["tasks"]
+                  if (t.get("host_ms_per_pass") or {}).get(side) is not None]
+        return sum(values) / len(values) if values else None
+
+    plain, spec = mean("plain"), mean("speculative")
+    if plain is None or spec is None:
+        return None
+    t1 = (data.get("costs") or {}).get("t1_ms")
+    share = f" ({plain / t1:.2f} and {spec / t1:.2f} t1)" if t1 else ""
+    return f"host ms per pass: plain {plain:.2f}, speculative {spec:.2f}{share}"
 
 
 def write_replay(d: dict, out: TextIO) -> None:
