@@ -37,6 +37,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
+from .drafters import common_prefix
 from .settings import SpeculativeSettings
 
 _ALPHA = 0.15  # weight of a new timing sample in the moving averages
@@ -103,9 +104,7 @@ class UnsentGuesses:
             return
         tokens, match, source, at = self._guess
         written = history[at:at + len(tokens)]
-        held = 0
-        while held < len(written) and written[held] == tokens[held]:
-            held += 1
+        held = common_prefix(tokens, written)
         if held < len(written) or len(written) == len(tokens):
             self._guess = None
             observe(match, min(held + 1, len(tokens)), held, source)

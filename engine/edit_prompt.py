@@ -90,19 +90,19 @@ class EditPrompt:
     the opening fence the model's code follows)."""
 
     pieces: tuple[Piece, ...]
-    answer_header: str  # "# <the file or part>, after the change"
+    answer_header: str  # "<the file or part>, after the change"
     fence: str
     lang: str
 
     @property
     def answer_start(self) -> str:
-        return f"\n\n{self.answer_header}\n{self.fence}{self.lang}\n"
+        return f"\n\n# {self.answer_header}\n{self.fence}{self.lang}\n"
 
     def message(self) -> str:
         """The prompt as one chat message, for a server that applies its own template (the
         answer cannot be started there, so the message asks for it)."""
         return ("".join(p.text for p in self.pieces)
-                + f"\n\nAnswer with {self.answer_header[2:]}, in one code block, no explanation.")
+                + f"\n\nAnswer with {self.answer_header}, in one code block, no explanation.")
 
 
 def fit_context(req: EditRequest, room: int, count: Callable[[str], int]) -> tuple[str, str]:
@@ -151,7 +151,7 @@ def build_edit_prompt(req: EditRequest, before: str, after: str) -> EditPrompt:
     pieces += [Piece("template", f"# {part}, before the change\n{fence}{lang}\n"), Piece("region", region),
                Piece("template", fence), Piece("template", "\n\nChange: "),
                Piece("instruction", req.instruction)]
-    return EditPrompt(tuple(pieces), f"# {part}, after the change", fence, lang)
+    return EditPrompt(tuple(pieces), f"{part}, after the change", fence, lang)
 
 
 class EditText:
@@ -216,8 +216,6 @@ class EditText:
         if not head or self._line or not self._newlines:
             return False
         lines = self.text.split("\n")
-        if len(lines) < len(head):
-            return False
         tail = [line for line in lines if line.strip()][-len(head):]
         if tail != head:
             return False

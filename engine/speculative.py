@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import PROBE_WINDOW, CostModel, DraftController, UnsentGuesses, evidence_source
+from .controller import FREE, PROBE_WINDOW, CostModel, DraftController, UnsentGuesses, evidence_source
 from .drafters import Draft, Drafter, common_prefix
 from .errors import ContextOverflowError
 from .model import Model
@@ -426,7 +426,7 @@ class SpeculativeDecoder:
                     lag = drafter.lag(history)
                     probe_lag = drafter.lag(history, PROBE_WINDOW)
                 k = min(controller.next_length(lag, probe_lag), max(room, 0))
-            draft = Draft()
+            draft, source = Draft(), FREE
             if controller.free_part:
                 drafter.free_max = min(self.spec.draft_max, max(room, 0))
             if k > 0:
@@ -435,12 +435,13 @@ class SpeculativeDecoder:
                     draft = drafter.free_guess(history, k, job.sampling, draft_rng)
                 else:
                     draft = drafter.draft(history, k, job.sampling, draft_rng, window)
+                source = evidence_source(draft.sources)
                 if controller.draft_is_free or controller.free_only:  # what pays at its match length
-                    keep = controller.fit_draft(len(draft.tokens), draft.match, evidence_source(draft.sources))
+                    keep = controller.fit_draft(len(draft.tokens), draft.match, source)
                     if keep < len(draft.tokens):
                         drafter.truncate(keep)
                         if keep == 0 and controller.judge_unsent:
-                            guesses.offer(draft.tokens, draft.match, evidence_source(draft.sources), len(history))
+                            guesses.offer(draft.tokens, draft.match, source, len(history))
                         draft = draft.cut(keep)
                 if len(draft.tokens) < max(self.spec.draft_min, 1):
                     drafter.truncate(0)
@@ -489,7 +490,7 @@ class SpeculativeDecoder:
             controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
                                draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
                                free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape,
-                               source=evidence_source(draft.sources))
+                               source=source)
             guesses.judge(history, controller.observe_guess)
             why = emit(new)
             stats.generation_time_s = time.perf_counter() - t_start

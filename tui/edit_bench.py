@@ -52,10 +52,6 @@ class _Run:
     restored: bool
 
 
-def edit_tasks(tasks: Sequence[BenchTask]) -> list[BenchTask]:
-    return [t for t in tasks if isinstance(t.request, EditRequest)]
-
-
 async def _until(pilot, done: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not done():
@@ -68,13 +64,11 @@ class EditBench:
     def __init__(self, settings: Settings, tasks: Sequence[BenchTask], opts: EditBenchOptions,
                  progress: Callable[[str], None] | None = None) -> None:
         self.settings = settings
-        self.tasks = edit_tasks(tasks)
+        self.tasks = list(tasks)  # edit tasks (the command keeps only those, and refuses none)
         self.opts = opts
         self.progress = progress or (lambda message: None)
 
     async def run(self) -> dict:
-        if not self.tasks:
-            raise ReplayError("the tasks file has no edit tasks")
         folder = Path(tempfile.mkdtemp(prefix="specterm-edits-"))
         try:
             files = []

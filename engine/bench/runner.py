@@ -157,19 +157,12 @@ class Comparison:
 
     def overhead_ms_per_pass(self, stats: Stats) -> float | None:
         """Generation time not spent in target passes or drafting, per loop pass."""
-        passes = stats.target_passes - stats.requests
-        if passes <= 0:
-            return None
-        rest = stats.generation_time_s - stats.verify_time_s - stats.draft_time_s
-        return rest / passes * 1e3
+        return _rest_ms_per_pass(stats, stats.verify_time_s)
 
     def host_ms_per_pass(self, stats: Stats) -> float | None:
         """Generation time outside the target's llama.cpp decode calls and drafting, per loop
         pass: the Python side of a pass (batch filling, logits copy, acceptance, bookkeeping)."""
-        passes = stats.target_passes - stats.requests
-        if passes <= 0 or stats.device_time_s <= 0:
-            return None
-        return (stats.generation_time_s - stats.device_time_s - stats.draft_time_s) / passes * 1e3
+        return _rest_ms_per_pass(stats, stats.device_time_s) if stats.device_time_s > 0 else None
 
     def cost_breakdown(self, costs: Costs | None) -> dict | None:
         """Where the speculative time went, measured in the loop vs predicted from the costs:
@@ -225,6 +218,14 @@ class Comparison:
                 "speculative": _r(self.host_ms_per_pass(self.speculative)),
             },
         }
+
+
+def _rest_ms_per_pass(stats: Stats, busy_s: float) -> float | None:
+    """Generation time outside `busy_s` and drafting, in ms per loop pass."""
+    passes = stats.target_passes - stats.requests
+    if passes <= 0:
+        return None
+    return (stats.generation_time_s - busy_s - stats.draft_time_s) / passes * 1e3
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

@@ -14,6 +14,7 @@ from textual.geometry import Region
 from textual.widgets.text_area import Selection
 
 from specterm.engine import EditRequest, Finished, TextDelta
+from specterm.engine.edit_prompt import AFTER_SHARE
 
 from ..widgets.completion import MIN_WINDOW_CHARS
 from .box import InstructionBox, InstructionHistory
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from ..widgets.editor import CodeEditor
 
 BOX_ROWS = 3
-AFTER_SHARE = 4  # the text after the region gets at most this share of the context
 
 
 def context_around(target: EditTarget, chars: int) -> tuple[str, str]:
