@@ -15,6 +15,14 @@ The start of a region is a cursor jump, not a pause in typing: the first suggest
 place to read and is reported on its own (`after_jump_ms`). After the typing, the same requests run
 again with the UI idle, in the app's order with the session memory started afresh (every shown
 one of MIN_TOKENS or more is compared), to compare in-app tokens/s with the engine's own.
+
+Then a person's path, what most real editing is: at PERSON_SPOTS places of the file, in no order,
+the cursor moves to the end of a line, Enter opens a new line below it and the first PERSON_CHARS
+characters of the line that belongs there come in one quick burst; the first suggestion is timed
+from the last of those keys (`person_ms`), and at as many other places after a LOOK_S look before
+typing (`person_look_ms`). Those lines are taken out of the buffer first (a model that sees the
+line it is asked for repeats it, and the completion rules drop a repeat); what is typed there is
+taken out again after each visit.
 """
 
 from __future__ import annotations
@@ -49,6 +57,11 @@ TYPING_SHARE = 0.5  # of the budget: typing; the rest is pauses and waiting for 
 MIN_TOKENS = 4  # shorter requests say little about a rate
 KEY_WAIT_S = 1.0  # the longest a key's effect is waited for
 ACCEPT_PROBES = 10  # pauses at which Tab takes a suggestion the file does not want (then undone)
+PERSON_SPOTS = 10  # places of the person's path, each way (typing at once; after a look)
+PERSON_CHARS = 4  # typed at each place, in one burst
+PERSON_GAP_S = 0.04  # between the burst's keys
+LOOK_S = 0.3  # the look before typing on the second half of the path
+PERSON_WITHIN_S = 0.6  # the share of places whose first suggestion came within this is reported
 
 
 class ReplayError(Exception):
@@ -100,6 +113,24 @@ def pick_regions(text: str, opts: ReplayOptions) -> list[Region]:
     return regions or [Region(0, len(text))]
 
 
+def pick_spots(text: str, count: int, seed: int = 0) -> list[int]:
+    """Up to `count` line numbers spread over the file, in a random order: lines with at least
+    PERSON_CHARS characters after their indentation that follow another line (the person opens a
+    new line below that one and writes this one)."""
+    lines = text.split("\n")
+    good = [i for i in range(1, len(lines))
+            if len(lines[i].strip()) >= PERSON_CHARS and i + 1 < len(lines)]
+    if not good:
+        return []
+    count = min(count, len(good))
+    rng = random.Random(seed)
+    span = len(good) / count
+    spots = [good[int(k * span) + rng.randrange(max(1, int(span)))] for k in range(count)]
+    spots = sorted(set(spots))
+    rng.shuffle(spots)
+    return spots
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     """p50 and p95 in ms (0 with no values: the count beside it says so)."""
     if not values:
@@ -118,6 +149,10 @@ class _Tally:
     complete: list[float] = field(default_factory=list)
     after_accept: list[float] = field(default_factory=list)
     after_jump: list[float] = field(default_factory=list)  # first text after a region's cursor jump
+    person: list[float] = field(default_factory=list)  # the person's path: moved, typed at once
+    person_look: list[float] = field(default_factory=list)  # ... after a look
+    person_spots: int = 0
+    person_look_spots: int = 0
     accept_probes: int = 0
     jumps: int = 0
     pauses: int = 0
@@ -239,7 +274,9 @@ class Replay:
                 await self._press(pilot, "escape")  # no suggestion or prefetch left running
                 await pilot.pause(0.2)
                 self.progress("re-running the requests with the UI idle")
-                return await self._report(app, regions, typed_s, editor.text == self.text)
+                report = await self._report(app, regions, typed_s, editor.text == self.text)
+                await self._person_path(pilot, editor)
+                return report | self._person_report()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -310,6 +347,70 @@ class Replay:
                                   ahead=self.text[i:region.end])
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
+
+    async def _person_path(self, pilot, editor: CodeEditor) -> None:
+        """The person's path (see the module's docstring) on the typed file, visiting its places
+        in a random order, every other one after a look."""
+        lines = self.text.split("\n")
+        spots = pick_spots(self.text, 2 * PERSON_SPOTS, self.opts.seed)
+        gone = sorted(spots)
+        for row in reversed(gone):  # bottom up: the rows above stay where they are
+            editor.delete((row, 0), (row + 1, 0))
+        await self._press(pilot, "escape")
+        deadline = time.monotonic() + 30  # what the deletions asked for ends before the first move
+        while (editor.completion_pending or pilot.app.completer.generating) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        for n, spot in enumerate(spots):
+            self.progress(f"a person's path: place {n + 1}/{len(spots)}")
+            row = spot - 1 - sum(g < spot for g in gone)  # the line above it, in the buffer now
+            await self._visit(pilot, editor, row, lines[spot], look=n % 2 == 1)
+
+    async def _visit(self, pilot, editor: CodeEditor, row: int, line: str, *, look: bool) -> None:
+        """Move to the end of `row`, (look,) open a line below it and type the start of `line` at
+        once; time the first suggestion from the last key; take the typed text out again."""
+        at = self.watch.key()
+        end = (row, len(editor.document[row]))
+        editor.move_cursor(end)
+        self.watch.handled()
+        if look:
+            await asyncio.sleep(LOOK_S)
+        await self._press(pilot, "enter")
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        col = editor.cursor_location[1]
+        auto = editor.document[row + 1][:col]
+        while auto and not indent.startswith(auto):
+            await self._press(pilot, "backspace")
+            auto = editor.document[row + 1][:editor.cursor_location[1]]
+        for ch in indent[len(auto):] + line.lstrip(" \t")[:PERSON_CHARS]:
+            if ch == "\t" and editor.ghost_text:
+                await self._press(pilot, "escape")  # Tab would accept the suggestion
+            at = await self._press(pilot, key_for(ch))
+            await asyncio.sleep(max(0.0, PERSON_GAP_S - (time.monotonic() - at)))
+        await self._settle(pilot, editor, least_s=0.0)
+        first = self.watch.first_text_at
+        if look:
+            self.tally.person_look_spots += 1
+        else:
+            self.tally.person_spots += 1
+        if first is not None and editor.ghost_text:
+            (self.tally.person_look if look else self.tally.person).append(first - at)
+        await self._press(pilot, "escape")
+        editor.delete(end, editor.cursor_location)
+        await self._press(pilot, "escape")  # (the edit's own pause asks for nothing then)
+
+    def _person_report(self) -> dict:
+        t = self.tally
+        within = sum(v <= PERSON_WITHIN_S for v in t.person)
+        return {
+            "person_ms": percentiles(t.person),
+            "person_count": len(t.person),
+            "person_spots": t.person_spots,  # places visited; those without a suggestion: the difference
+            "person_within_600ms": within,
+            "person_look_ms": percentiles(t.person_look),
+            "person_look_count": len(t.person_look),
+            "person_look_spots": t.person_look_spots,
+        }
 
     async def _fix_indent(self, pilot, editor: CodeEditor, i: int, end: int) -> int:
         """Enter kept the line's indentation: keep what the file has, delete the rest. Returns how
@@ -454,6 +555,8 @@ class Replay:
             "text_matches": same,
             "first_ghost_ms": percentiles(t.first_ghost),
             "first_ghost_count": len(t.first_ghost),
+            "typing_ms": percentiles(t.first_ghost),  # the pauses inside continuous typing
+            "typing_count": len(t.first_ghost),
             "complete_ms": percentiles(t.complete),
             "complete_count": len(t.complete),
             "after_accept_ms": percentiles(t.after_accept),

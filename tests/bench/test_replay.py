@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 SMALL = "def add_one(x):\n    return x + 1\n\n\ndef add_two(x):\n    return x + 2\n"
-LATENCIES = ("first_ghost_ms", "complete_ms", "after_accept_ms", "after_jump_ms")
+LATENCIES = ("first_ghost_ms", "typing_ms", "complete_ms", "after_accept_ms", "after_jump_ms", "person_ms",
+             "person_look_ms")
 
 
 def _number(x) -> bool:
@@ -43,7 +44,13 @@ def test_replay_of_a_small_file_reports_every_key_with_numbers(bench, tmp_path: 
     # every accept is timed or counted without a next one; probes are accepts the file did not want
     assert 0 <= data["accept_probes"] <= data["after_accept_count"] + data["accepts_without_next"]
     assert data["suggestions_accepted"] + data["accept_probes"] >= data["after_accept_count"]
+    assert data["typing_ms"] == data["first_ghost_ms"]  # the pauses inside continuous typing
+    # the person's path: each of the file's 3 writable lines visited once, typing at once or after a look
+    assert data["person_spots"] + data["person_look_spots"] == 3
+    assert data["person_count"] <= data["person_spots"] and data["person_look_count"] <= data["person_look_spots"]
+    assert 0 <= data["person_within_600ms"] <= data["person_count"]
     assert "first suggestion after a pause" in r.err  # the table goes to stderr with --json
+    assert "a person's path" in r.err
 
 
 def _clean_error(r, needle: str) -> None:
@@ -68,6 +75,20 @@ def test_replay_bad_input_exits_2_with_one_line(bench, tmp_path: Path):
     _clean_error(bench("--replay", str(tmp_path / "ok.py"), "--cps", "fast"), "characters a second")
     _clean_error(bench("--cps", "5"), "go with --replay")
     _clean_error(bench("--replay", str(tmp_path / "ok.py"), str(tmp_path)), "runs alone")
+
+
+def test_a_persons_places_are_lines_to_write_spread_over_the_file_in_no_order():
+    from specterm.tui.replay import PERSON_CHARS, pick_spots
+
+    text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(300))
+    lines = text.split("\n")
+    spots = pick_spots(text, 20, seed=3)
+    assert len(spots) == len(set(spots)) == 20
+    assert spots != sorted(spots)  # visited in no order, as a person moves about
+    assert all(i >= 1 and len(lines[i].strip()) >= PERSON_CHARS for i in spots)
+    assert max(spots) - min(spots) > len(lines) // 2  # spread over the file
+    assert pick_spots(text, 20, seed=3) == spots  # the seed decides
+    assert pick_spots("x\n\n", 10) == [] and pick_spots("", 10) == []
 
 
 def test_regions_are_whole_lines_spread_over_the_file_within_the_budget():

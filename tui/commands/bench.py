@@ -550,6 +550,9 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"next suggestion after accept    {ms('after_accept_ms')}; {d['accepts_without_next']} accept(s) with none; "
         f"{d['accept_probes']} probe(s): Tab on a suggestion the file does not want, then taken back",
         f"first suggestion after a jump   {ms('after_jump_ms')} (a region's start: a new place to read; {d['jumps']} jumps)",
+        f"a person's path: move, type     {ms('person_ms')} at {d['person_spots']} places, "
+        f"{d['person_within_600ms']} within 600 ms",
+        f"  the same after a look         {ms('person_look_ms')} at {d['person_look_spots']} places",
         f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
         f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
         f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
