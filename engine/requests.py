@@ -49,6 +49,9 @@ class CompletionRequest:
     `first_token_rank` k > 0 asks for an alternative: the target's k-th most likely first token
     (0 is the most likely), then its own greedy continuation — distinct first tokens, so distinct
     suggestions. Engines that cannot (`EngineInfo.alternatives` False) answer with an error.
+    `first_read_s` bounds the prompt read before the first token: where the part of the prompt the
+    engine has not read yet would take longer, a local engine starts the prefix later (at a line;
+    engine/llamacpp/fim_prompt.py); None reads the whole prefix.
     """
 
     prefix: str
@@ -64,6 +67,7 @@ class CompletionRequest:
     predict_budget_s: float | None = None
     first_token_rank: int = 0
     started_at: float | None = None
+    first_read_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from ..completion import Deadline, InlineStops, ended_completion
 from ..edit_drafter import Prediction, predicting
 from ..edit_prompt import EditText
 from .edit_prompt import build_edit_tokens
-from .fim_prompt import build_fim_prompt
+from .fim_prompt import FirstRead, FimPrompt, build_fim_prompt
 from .model import Model, gpu_offload_supported, set_verbose
 from .derive import is_derived_pair
 from .pairing import check_pair
@@ -412,7 +412,7 @@ class LocalEngine:
             et = build_edit_tokens(target, request)
             tokens, warm = et.tokens, et.warm
         else:
-            fp = build_fim_prompt(target, request, request.max_tokens)
+            fp = self._fim_prompt(request, request.max_tokens)
             tokens, warm = fp.tokens, fp.warm
         read.prompt_tokens = len(tokens)
         decode, batch = target.threads
@@ -426,7 +426,17 @@ class LocalEngine:
         finally:
             target.set_threads(decode, batch)
         read.prompt_time_s = time.perf_counter() - t0
+        if urgent or decode == batch:  # read as a request reads: what a token costs (FirstRead)
+            self.decoder.controller.observe_prompt(read.prompt_tokens_decoded, read.prompt_time_s)
         return read
+
+    def _fim_prompt(self, request: CompletionRequest, max_tokens: int) -> FimPrompt:
+        """The request's FIM prompt, its first read bounded by what the KV cache holds and what a
+        token costs to read (fim_prompt.py)."""
+        assert self.target is not None and self.decoder is not None
+        token_s = self.decoder.controller.costs.prompt_token
+        first = FirstRead(self.decoder.cached, token_s) if token_s else None
+        return build_fim_prompt(self.target, request, max_tokens, first)
 
     def session_stats(self) -> Stats:
         with self._lock:
@@ -561,7 +571,7 @@ class LocalEngine:
             check_text = edit.check
             on_text = edit.relay(on_text)
         elif isinstance(request, CompletionRequest):
-            fp = build_fim_prompt(target, request, max_tokens)
+            fp = self._fim_prompt(request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
             check_text = InlineStops(request)
             first_rank = request.first_token_rank

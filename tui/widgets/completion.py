@@ -102,6 +102,10 @@ def sticky_window_start(prefix: str, max_chars: int, head: str = "") -> int:
 # first pauses after a jump in a 25 KB file waited 0.9-2.3 s for the rest. A GPU reads the full
 # window within the budget, so there it stays PREFIX_CHARS.
 READ_BUDGET_S = 2.0
+# ... and a request reads at most about this long before its first token (CompletionRequest
+# .first_read_s): after a move the engine starts the prefix later, and the whole window comes back
+# with a read in the background (a prewarm without this budget: EditorTabs).
+FIRST_READ_S = 0.25
 MIN_WINDOW_CHARS = 1500
 WINDOW_STEP_CHARS = 500
 MIN_READ_TOKENS = 64  # a shorter read says little about the engine's rate
@@ -173,8 +177,10 @@ class Completer:
         return self._next_id
 
     def build_request(self, prefix: str, suffix: str, path: str | None,
-                      keystroke_at: float | None = None) -> CompletionRequest:
-        """The request for a cursor; its time budget counts from `keystroke_at` (monotonic)."""
+                      keystroke_at: float | None = None, *, whole: bool = False) -> CompletionRequest:
+        """The request for a cursor; its time budget counts from `keystroke_at` (monotonic). Its
+        first read is bounded by FIRST_READ_S; `whole` (a prewarm that grows the window back)
+        reads the whole prefix window."""
         o = self.options
         start = sticky_window_start(prefix, self.window.chars, self._heads.get(path, ""))
         self._heads[path] = prefix[start:start + HEAD_CHARS]
@@ -189,6 +195,7 @@ class Completer:
             time_budget_s=o.time_budget_s,
             predict_budget_s=o.predict_budget_s,
             started_at=keystroke_at,
+            first_read_s=None if whole else FIRST_READ_S,
         )
 
     def start_prefetch(self, request_id: int, request: CompletionRequest, key) -> Prefetch:

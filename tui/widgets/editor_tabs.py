@@ -11,6 +11,8 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -36,6 +38,7 @@ from .editor import CodeEditor
 PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
 TYPING_PREWARM_S = 0.25  # while typing, the prompt start is read at most this often
 MOVE_PREWARM_S = 0.05  # after the cursor stops moving (a held arrow key repeats faster): read there
+GROW_AFTER_MOVE_S = 2.0  # typing this long after a move: the prewarm reads the whole window back
 
 WELCOME = (
     "specterm\n\n"
@@ -147,6 +150,7 @@ class EditorTabs(Vertical):
         self._pick_epoch = 0
         self._typing_prewarm: Timer | None = None
         self._move_prewarm: Timer | None = None
+        self._moved_at = 0.0  # when the cursor last moved without an edit (monotonic)
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
@@ -277,7 +281,10 @@ class EditorTabs(Vertical):
         if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):  # (then a pause's request is pending, or the move's read stays)
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
-        request = self.completer.build_request(prefix, suffix, str(open_file.file.path))
+        # Right after a move, read what the next request will read (its first read is bounded:
+        # a short window there); typing on at a place, or idle, read the whole window back.
+        grow = not moved and (not typing or time.monotonic() - self._moved_at >= GROW_AFTER_MOVE_S)
+        request = self.completer.build_request(prefix, suffix, str(open_file.file.path), whole=grow)
         self.run_worker(self.completer.prewarm(request, urgent=moved), group="prewarm", exit_on_error=False)
 
     def _prewarm_while_typing(self) -> None:
@@ -294,6 +301,7 @@ class EditorTabs(Vertical):
         pause runs, with every core (the user is not typing), instead of after it. After a jump
         the new place's lines are not in the KV cache: 130-220 tokens for the demo model on 2
         cores, 0.4-0.6 s, that the pause (0.1-0.25 s) now hides part of."""
+        self._moved_at = time.monotonic()
         if self._move_prewarm is not None:
             self._move_prewarm.stop()
         self._move_prewarm = self.set_timer(MOVE_PREWARM_S, self._prewarm_after_move)
