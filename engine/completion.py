@@ -352,11 +352,33 @@ def live_completion(text: str, req: CompletionRequest) -> str:
     elif 0 < first < len(lines):
         # The partial line is the first with content, below the cursor's line: while it may still
         # become the line after the cursor's again, the finished text could cut it as a repeat
-        # (`drop_suffix_repeat` keeps only the cursor's line for sure), so it waits.
+        # (`drop_suffix_repeat` keeps only the cursor's line for sure), so it waits; so does one
+        # after a blank line that may still become a definition (`def` of `def f():`), which ends
+        # the block.
         ahead = following_lines(req.suffix, 1)
-        if ahead and ahead[0].strip().startswith(lines[first].strip()):
+        if (ahead and ahead[0].strip().startswith(lines[first].strip())) or (
+                not lines[first - 1].strip() and _may_define(lines[first])):
             text = "\n".join(lines[:first])
     return finish_completion(text, req)
+
+
+_DEFINITION_WORDS = ("def", "class", "function", "fn", "func", "impl")
+_MODIFIERS = ("async", "export", "default", "pub")
+
+
+def _may_define(partial: str) -> bool:
+    """Whether a line still being written may become a definition (`_DEFINITION`) once its last
+    word is complete: modifiers, then the start of a definition's keyword."""
+    if partial.lstrip().startswith("@"):
+        return True
+    words = partial.split()
+    if not words:
+        return False
+    modifier = lambda w: w in _MODIFIERS or w.startswith("pub(")  # noqa: E731
+    if partial[-1:].isspace():
+        return all(modifier(w) for w in words)  # the keyword may come next
+    *before, last = words
+    return all(modifier(w) for w in before) and any(k.startswith(last) for k in _DEFINITION_WORDS + _MODIFIERS)
 
 
 def ended_completion(text: str, req: CompletionRequest, reason: str) -> str:

@@ -75,6 +75,11 @@ LIVE_CASES = [
      "\n    if month == 1:\n        return year - 1, 12\n", 8),
     ("def prev(year, month):", "  # before\n    if month == 1:\n        return year - 1, 12\n",
      "\n    if month == 12:\n        return year + 1, 1\n", 8),  # the same start, then its own
+    # a blank line, then what becomes the next definition (which ends the block): 'def' alone
+    # was shown, then cut when 'def f():' was complete (a replay saw '\ndef' vanish)
+    ("x = 1", "\n\nclass A:\n    pass\n", "\n\ndef helper(value):\n    return value\n", 8),
+    ("x = 1", "\n", "\n\n@cache\ndef helper(value):\n", 8),
+    ("x = 1", "\n", "\n\nasync def main():\n", 8),
 ]
 
 
@@ -106,6 +111,11 @@ def test_the_first_line_streams_at_once_later_lines_when_complete():
     assert live_completion("\n    ret", req) == "\n    ret"  # after a blank lead-in too
     assert live_completion("    y = 1\n    ret", req) == "    y = 1"  # a later line: once complete
     assert live_completion("    y = 1\nclass", req) == "    y = 1"
+    top = CompletionRequest(prefix="x = 1", suffix="\n")
+    assert live_completion("\n\nde", top) == "" and live_completion("\n\nasync d", top) == ""
+    assert live_completion("\n\ny = 2", top) == "\n\ny = 2"  # not a definition: shown as it grows
+    assert live_completion("\n\ndefaul", top) == ""  # ('export default function' may come)
+    assert live_completion("\n\ndefault_value", top) == "\n\ndefault_value"  # no keyword starts so
 
 
 def test_cache_key_is_the_text_near_the_cursor():
@@ -142,6 +152,24 @@ def test_debounce_adapts_to_typing_speed_and_response_time():
     assert slow.delay_s == MAX_S  # never more than a second
     fast.response(-1.0)  # nonsense is ignored
     assert fast.response_s is None
+
+
+def test_a_burst_faster_than_usual_asks_after_its_own_pause():
+    """A few characters typed at once after a move: the pause follows that burst, not the slower
+    average; typing at the usual speed again brings the usual pause back."""
+    from specterm.tui.widgets.debounce import BURST_GAP_S, MIN_S, AdaptiveDebounce
+
+    d = AdaptiveDebounce(start_s=0.25)
+    for i in range(20):
+        d.keystroke(i * 0.15)
+    usual = d.delay_s
+    t = 20 * 0.15 + BURST_GAP_S + 1.0  # moved, looked: a new burst
+    for i in range(4):
+        d.keystroke(t + i * 0.01)
+    assert MIN_S <= d.delay_s < usual / 2
+    for i in range(1, 4):
+        d.keystroke(t + 0.03 + i * 0.15)
+    assert d.delay_s >= usual * 0.7  # (the average took the burst in too)
 
 
 def test_a_line_break_asks_almost_at_once():

@@ -5,6 +5,8 @@ requests start mid-word and are thrown away, and a slow typist waits for nothing
 adapts between 100 and 1000 ms), the pause here follows the user's own gaps between keys (moving
 average of gaps within a burst) and the measured time a request takes to show its first text: a
 request that would be thrown away costs more when responses are slow, so the pause grows with it.
+A burst faster than the user's usual speed (a few characters typed at once after moving to a
+new place) is followed by its own pause: the wait then follows the burst's gaps, not the average.
 
 A line break is different: people stop at the end of a line to read and think, so the request
 starts almost at once (LINE_BREAK_S) after Enter, and after blanks typed or deleted that leave the
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIN_S = 0.1
+MIN_S = 0.06
 MAX_S = 1.0
 BURST_GAP_S = 1.0  # a longer gap ends a burst: it is a pause, not a typing speed
 WEIGHT = 0.2  # of a new observation in the moving averages
@@ -32,6 +34,8 @@ class AdaptiveDebounce:
     gap_s: float | None = None  # moving average of the gaps between keys within a burst
     response_s: float | None = None  # moving average of keystroke-to-first-text times
     _last_key: float | None = None
+    burst_gap_s: float | None = None  # the mean of the current burst's last two gaps
+    _prev_gap: float | None = None
     line_break: bool = False  # the latest key broke the line or fixed its indentation
 
     @property
@@ -40,15 +44,19 @@ class AdaptiveDebounce:
             return min(LINE_BREAK_S, self.start_s)
         if self.gap_s is None:
             return self.start_s
-        wait = 1.25 * self.gap_s + 0.1 * (self.response_s or 0.0)
+        gap = self.gap_s if self.burst_gap_s is None else min(self.gap_s, self.burst_gap_s)
+        wait = 1.25 * gap + 0.1 * (self.response_s or 0.0)
         return min(max(wait, min(MIN_S, self.start_s)), MAX_S)
 
     def keystroke(self, now: float, *, line_break: bool = False) -> None:
         self.line_break = line_break
         last, self._last_key = self._last_key, now
         if last is None or not 0 < now - last < BURST_GAP_S:
+            self.burst_gap_s = self._prev_gap = None  # a new burst
             return
         gap = now - last
+        self.burst_gap_s = gap if self._prev_gap is None else (gap + self._prev_gap) / 2
+        self._prev_gap = gap
         self.gap_s = gap if self.gap_s is None else (1 - WEIGHT) * self.gap_s + WEIGHT * gap
 
     def response(self, seconds: float) -> None:
