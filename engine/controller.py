@@ -137,6 +137,9 @@ class CostModel:
     # own moment, times t1 now. Absolute, a bench's 1,300-token FIM task priced its 2-row passes
     # with samples from a 700-token one (t_v(2) = 1.4 t1 where it was 1.9 t1) and drafted at a loss.
     verify: dict[int, float] = field(default_factory=dict)
+    # Prompt reads by size (a power of two and up: 16, 32, ...) -> (tokens, seconds), averaged: a
+    # read costs a call's overhead plus its tokens, and a short read's cost per token misleads.
+    reads: dict[int, tuple[float, float]] = field(default_factory=dict)
     draft_samples: int = 0
     batched_samples: int = 0  # verify passes of more than one token measured (ever)
     # Draft time by tokens drafted (running medians): a draft pays a fixed part (reading what
@@ -247,6 +250,22 @@ class CostModel:
     def observe_prompt(self, tokens: int, seconds: float) -> None:
         if tokens >= 16:  # a few tokens are dominated by per-call overhead
             self.prompt_token = _average(self.prompt_token, seconds / tokens)
+        if tokens >= 4 and seconds > 0:
+            size = 1 << (tokens.bit_length() - 1)
+            n, t = self.reads.get(size, (float(tokens), seconds))
+            self.reads[size] = (_average(n, tokens), _average(t, seconds))
+            self._fits.pop("reads", None)
+
+    def read_cost(self) -> tuple[float, float] | None:
+        """(seconds a read costs, seconds each token adds) from the prompt reads measured: a line
+        through the sizes read (two or more), else one size's cost per token; None before any."""
+        if not self.reads:
+            return None
+        fit = self._fit("reads", {round(n): t for n, t in self.reads.values()})
+        if fit is not None and fit[1] > 0:
+            return max(fit[0], 0.0), fit[1]
+        n, t = max(self.reads.values())
+        return 0.0, t / n
 
     def catchup(self, tokens: int) -> float:
         """Predicted time for a draft model to read `tokens` tokens it has not seen."""

@@ -52,11 +52,12 @@ class FimPrompt:
 
 @dataclass(frozen=True)
 class FirstRead:
-    """What bounds a completion's first read: the tokens the target's KV cache holds and what
-    reading a token costs (seconds, measured on prompt reads)."""
+    """What bounds a completion's first read: the tokens the target's KV cache holds and what a
+    read costs (`CostModel.read_cost`: seconds a read, and each token's, measured on prompt reads)."""
 
     held: Sequence[int]
     token_s: float
+    fixed_s: float = 0.0
 
 
 SNIPPET = "\n\n--- snippet ---\n\n"  # between chunks for a model without a file separator token
@@ -161,7 +162,7 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int,
     if first_read is None or req.first_read_s is None or first_read.token_s <= 0:
         return whole
     held = first_read.held
-    limit = req.first_read_s / first_read.token_s
+    limit = (req.first_read_s - first_read.fixed_s) / first_read.token_s
 
     def reads(fp: FimPrompt) -> int:
         return len(fp.tokens) - common_prefix(held, fp.tokens)
@@ -180,8 +181,5 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int,
     if len(ends) <= keep:
         return whole
     chars = len(model.detokenize(ends[-keep:]))
-    start = max(len(req.prefix) - chars, 0)
-    line = req.prefix.rfind("\n") + 1  # the cursor's line is always whole
-    nl = req.prefix.find("\n", start)
-    start = min(nl + 1, line) if 0 <= nl else line
+    start = req.prefix.rfind("\n", 0, max(len(req.prefix) - chars, 0)) + 1  # the line it falls in, whole
     return layout.prompt(start) if start > 0 else whole

@@ -434,8 +434,8 @@ class LocalEngine:
         """The request's FIM prompt, its first read bounded by what the KV cache holds and what a
         token costs to read (fim_prompt.py)."""
         assert self.target is not None and self.decoder is not None
-        token_s = self.decoder.controller.costs.prompt_token
-        first = FirstRead(self.decoder.cached, token_s) if token_s else None
+        cost = self.decoder.controller.costs.read_cost()
+        first = FirstRead(self.decoder.cached, cost[1], cost[0]) if cost else None
         return build_fim_prompt(self.target, request, max_tokens, first)
 
     def session_stats(self) -> Stats:

@@ -47,7 +47,7 @@ def test_a_new_place_reads_a_short_window_of_whole_lines_within_the_budget(model
     whole = build_fim_prompt(model, CompletionRequest(prefix=req.prefix, suffix=req.suffix), 64)
     fp = build_fim_prompt(model, req, 64, FirstRead([], TOKEN_S))
     assert fp.prefix_start > 0 and req.prefix[fp.prefix_start - 1] == "\n"  # at a line
-    assert _reads(fp, []) <= max(BUDGET_S / TOKEN_S, MIN_READ_PREFIX + 8) < len(whole.tokens)
+    assert _reads(fp, []) <= max(BUDGET_S / TOKEN_S, MIN_READ_PREFIX) + 16 < len(whole.tokens)  # (+ a line)
     kept = req.prefix[fp.prefix_start:]
     assert kept.endswith("\n    tot") and kept.count("\n") >= 1  # the cursor's line and lines above it
     text = model.detokenize(fp.tokens)
@@ -88,7 +88,7 @@ def test_other_files_chunks_stay_as_the_whole_window_has_them(models):
         lead = whole.tokens[: whole.tokens.index(m.fim.pre) + 1]
         fp = build_fim_prompt(m, CompletionRequest(**base, first_read_s=BUDGET_S), 64, FirstRead(lead, TOKEN_S))
         assert fp.prefix_start > 0 and fp.tokens[: len(lead)] == lead
-        assert _reads(fp, lead) <= BUDGET_S / TOKEN_S
+        assert _reads(fp, lead) <= BUDGET_S / TOKEN_S + 16
     finally:
         m.close()
 
@@ -97,20 +97,37 @@ def test_the_engine_reads_little_after_a_jump_and_the_whole_window_without_a_bud
     eng = engine_factory(models.demo)
     top = CompletionRequest(prefix=_at(FILE, 40), max_tokens=4)
     assert eng.run(top).stats.prompt_tokens_decoded > 100  # a read: the rate is measured
-    token_s = eng.decoder.controller.costs.prompt_token
-    assert token_s and token_s > 0
-    jump = CompletionRequest(prefix=_at(FILE, 300), max_tokens=4, first_read_s=40 * token_s)
+    cost = eng.decoder.controller.costs.read_cost()
+    assert cost is not None and cost[0] >= 0 and cost[1] > 0
+    budget = cost[0] + 40 * cost[1]  # what reading 40 tokens costs
+    jump = CompletionRequest(prefix=_at(FILE, 300), max_tokens=4, first_read_s=budget)
     far = eng.run(jump).stats
-    assert far.prompt_tokens_decoded <= max(40, MIN_READ_PREFIX + 2)
-    typed = CompletionRequest(prefix=jump.prefix + "al = 1\n    ", max_tokens=4, first_read_s=40 * token_s)
+    assert far.prompt_tokens_decoded <= 40 + 16  # (the line the window starts in is whole)
+    typed = CompletionRequest(prefix=jump.prefix + "al = 1\n    ", max_tokens=4, first_read_s=budget)
     assert eng.run(typed).stats.prompt_tokens_decoded <= 12  # the short window is kept
     full = eng.run(CompletionRequest(prefix=typed.prefix, max_tokens=4)).stats
     assert full.prompt_tokens_decoded > 100  # no budget: the whole window
 
 
-def test_a_bad_budget_reads_the_whole_window(model):
+def test_the_read_cost_is_a_line_through_the_sizes_read():
+    """A short read costs more per token (each call has its overhead): priced per token alone,
+    windows shrank with every short read."""
+    from specterm.engine.controller import CostModel
+
+    costs = CostModel()
+    assert costs.read_cost() is None
+    costs.observe_prompt(20, 0.02 + 20 * 0.004)
+    fixed, per = costs.read_cost()
+    assert fixed == 0 and per == pytest.approx(0.005)  # one size: its cost per token
+    for _ in range(3):
+        costs.observe_prompt(300, 0.02 + 300 * 0.004)
+    fixed, per = costs.read_cost()
+    assert fixed == pytest.approx(0.02, abs=0.005) and per == pytest.approx(0.004, rel=0.1)
+
+
+def test_a_bad_budget_reads_the_least_window(model):
     for bad in (0.0, -1.0):
         req = CompletionRequest(prefix=_at(FILE, 200), suffix="\n", first_read_s=bad)
         fp = build_fim_prompt(model, req, 64, FirstRead([], TOKEN_S))
         assert fp.prefix_start > 0  # the least window: the cursor's line and MIN_READ_PREFIX tokens
-        assert _reads(fp, []) <= MIN_READ_PREFIX + 16
+        assert _reads(fp, []) <= MIN_READ_PREFIX + 32

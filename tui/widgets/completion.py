@@ -105,7 +105,7 @@ READ_BUDGET_S = 2.0
 # ... and a request reads at most about this long before its first token (CompletionRequest
 # .first_read_s): after a move the engine starts the prefix later, and the whole window comes back
 # with a read in the background (a prewarm without this budget: EditorTabs).
-FIRST_READ_S = 0.25
+FIRST_READ_S = 0.2
 MIN_WINDOW_CHARS = 1500
 WINDOW_STEP_CHARS = 500
 MIN_READ_TOKENS = 64  # a shorter read says little about the engine's rate
