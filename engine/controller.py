@@ -65,10 +65,9 @@ PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text f
 _SETTLED = 3  # cost samples (drafts; verifies of more than one token) before "drafting cannot pay"
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
 # A hybrid probes its free part alone only where a fair n-gram guess (2 tokens of 3 held) would
-# pay: on the memory-bound proxy (t_v(3) = 1.4-1.8 t1, t_v(5) = 1.6-2.1 t1) it does, on a small
-# model on a CPU (t_v(2) = 1.72-1.90 t1, t_v(3) = 2.14-2.35 t1) it does not, and there the
-# probes' wins are too rare: probed at any acceptance, a Q2_K self-draft's FIM completions lost
-# 15 % (fnmatch.py).
+# pay: where verifying is memory-bound it does, on a small model on a CPU (compute-bound: a batch
+# of 2-3 tokens costs about twice one token) it does not, and there the probes' wins are too
+# rare: probed at any acceptance, a Q2_K self-draft's FIM completions ran slower than plain.
 _FREE_PROBE_A = 0.65
 
 
@@ -134,8 +133,8 @@ class CostModel:
     # Batch size -> one target pass. A pass costs more the longer the context (attention reads
     # every earlier position), and sizes above 1 are measured only while drafting, so their
     # samples could be from another text than t1's: t_v(n) is kept as its ratio to the t1 of its
-    # own moment, times t1 now. Absolute, a bench's 1,300-token FIM task priced its 2-row passes
-    # with samples from a 700-token one (t_v(2) = 1.4 t1 where it was 1.9 t1) and drafted at a loss.
+    # own moment, times t1 now. Absolute, a bench's long FIM task priced its 2-row passes with
+    # samples from a shorter one (too cheap against its own t1) and drafted at a loss.
     verify: dict[int, float] = field(default_factory=dict)
     # Prompt reads by size (a power of two and up: 16, 32, ...) -> (tokens, seconds), averaged: a
     # read costs a call's overhead plus its tokens, and a short read's cost per token misleads.
@@ -154,7 +153,7 @@ class CostModel:
     shape: int = 0
     # The lines through `verify` and `draft_by_length`, kept until their points change: the
     # controller prices every draft length each pass (can drafting pay, which length pays), and
-    # refitting for each of those prices cost a 2-core CPU 1 % of a small model's pass.
+    # refitting for each of those prices was a visible share of a small model's pass on a CPU.
     _fits: dict[str, tuple[float, float] | None] = field(default_factory=dict, repr=False)
     # Bumped whenever a measured cost changes: what is computed from the costs alone (can any
     # draft length pay?) holds until then.
@@ -164,9 +163,9 @@ class CostModel:
         """t_v(n) is a running median: one pass slowed down by another process on a shared
         machine must not make drafting look cheap (t1 inflated) or dear (t_v(k) inflated). The
         first pass of each batch size > 1 is a warm-up and not counted (as in the bench's cost
-        meter): a backend may set that shape up then (a GPU loading its kernels: 20x a normal
-        pass), and a size drafted rarely would keep that one sample as its cost for good, pricing
-        every later probe above a request's budget."""
+        meter): a backend may set that shape up then (a GPU loading its kernels: many times a
+        normal pass), and a size drafted rarely would keep that one sample as its cost for good,
+        pricing every later probe above a request's budget."""
         if n > 1 and n not in self._recent:  # (one-token passes come by the hundred: the first counts)
             self._recent[n] = deque(maxlen=_WINDOW)
             return
@@ -350,7 +349,7 @@ class DraftController:
         # (positions it reached, stops) for the chance c that it drafts the next position. Why:
         # asked for 8 and stopping after 2 (chat prose), a draft yields 3 tokens, not the 9 that
         # acceptance alone predicts, for a draft call and a catch-up that cost the same; priced as
-        # 9, drafting stayed on at 0.86x of plain speed with every draft token accepted.
+        # 9, drafting stayed on below plain speed with every draft token accepted.
         self._reach, self._stops = 0.0, 0.0
         self._since_probe = _PROBE_MIN - _EARLY_PROBE  # the first measurement comes early
         self._since_refresh = 0  # requests since the last probe
@@ -501,8 +500,8 @@ class DraftController:
         first `held` of them agreed with it. Evidence for that match length as if it had been
         sent; a mismatch counts only where it is seen. Why: a hybrid sends whichever pays, and a
         match length priced at the 1/2 it starts from never paid beside a draft model that
-        agreed 99 % of the time, so it was never sent and never learned: an edit that copies its
-        input ran at the model's 1.4x where its session guesses give 4.3x."""
+        agreed almost always, so it was never sent and never learned: an edit that copies its
+        input ran at the model's speed, far below what its session guesses give."""
         if match > 0 and known > 0:
             self._match_evidence(match, known, held, source)
 
@@ -731,7 +730,7 @@ class DraftController:
             # verifying is nearly free): the free part alone is probed now and then, from the
             # same budget, where a fair guess would pay (_FREE_PROBE_A). Without this a hybrid whose
             # model did not pay never learned that its session guesses did (an edit's first
-            # request at 1.0x where the next read 1.3x, t_v(2) = 1.6 t1).
+            # request ran at plain speed where the next, with that evidence, gained).
             cost = self.probe_cost(0, fit, free=True) if self._since_probe >= _PROBE_MIN else None
             if cost is not None and self._spent + cost <= self._allowance():
                 self._since_probe = 0

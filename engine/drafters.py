@@ -28,16 +28,15 @@ from .settings import SamplingSettings
 # A draft model that is far behind the text (a new prompt, a long stretch generated while drafting
 # was off) reads only the first few tokens (BOS, a FIM marker) and the last CATCHUP_WINDOW tokens:
 # a small draft predicts the next tokens from recent context, and catching up on a whole file
-# costs more than drafting on it ever saves. Measured (demo target, its Q4_0 copy as draft, draft
-# length 4, 5 FIM tasks cut from textwrap.py with 800-2000-token prompts, the draft reading the
-# whole prompt first): acceptance 0.62 reading everything, 0.72 with a 512-token window (at a
-# quarter of the catch-up), 0.44 with 256, 0.40 with 128. So 512: less is too little context.
+# costs more than drafting on it ever saves. On FIM tasks with long prompts (demo target, its
+# Q4_0 copy as draft) a 512-token window accepted as well as reading everything, at a fraction
+# of the catch-up, and 256 or 128 clearly worse. So 512: less is too little context.
 CATCHUP_WINDOW = 512
 CATCHUP_HEAD = 4
 PROBE_REACH = 4  # a probe with window w extends a view that is at most 4 w tokens behind
 # A draft sharing its target's cache copies it rather than decode more than this many tokens: the
-# copy costs a few milliseconds for any length (0.8 + 2.3 ms for 512 tokens, 3.3 + 4.0 ms for 1500,
-# where the Q4_0 demo copy decodes 512 in 506 ms); one or two tokens are cheaper to decode.
+# copy costs a few milliseconds for any length, where decoding hundreds of tokens costs the draft
+# a large share of a second on a CPU; one or two tokens are cheaper to decode.
 SHARE_ABOVE = 4
 
 
@@ -223,7 +222,7 @@ class ModelDrafter:
     @property
     def prior(self) -> tuple[float, float]:
         """Acceptance evidence (accepted tokens, rejections) to start from: a derived copy agrees
-        with its target on most tokens (measured: the Q4_0 demo copy 97-100 %, Q2_K 90 %), so it
+        with its target on most tokens (a Q4_0 copy nearly always, a Q2_K copy a little less), so it
         starts from 9/11 instead of 1/2 and short drafts go out at once where they can pay; any
         other draft starts from nothing."""
         return (8.0, 1.0) if self.source is not None else (0.0, 0.0)

@@ -11,10 +11,10 @@ created per token:
   `position % ways`, so frequent n-grams keep several recent occurrences and a flood of new text
   evicts old entries). Hashed positions touch every page of a table, so the table starts small
   and grows (rebuilt from the ring, 2x at a time) while its entries pass half of its slots, up
-  to its share of the cap: a session that has read one file holds a few hundred KB, not the
-  whole cap (a 32 MB cap made 8 MB of table resident after 20k tokens). At that load 92 % of
-  lookups in held-out code find what an unbounded table finds (96 % at a quarter, for twice the
-  memory: 4 MB for 128 KB of code; `bench/RESULTS.md`, session 14).
+  to its share of the cap: a session that has read one file holds a small table, not the whole
+  cap (a table allocated at its full share became resident after one file). At that load nearly
+  all lookups in held-out code find what an unbounded table finds; a quarter finds a little
+  more, for twice the memory.
 
 A hit is verified against the ring, so hash collisions and overwritten text are never proposed.
 Documents (a file, an earlier answer) are separated by a marker that no match or continuation
@@ -139,7 +139,7 @@ class NgramIndex:
         """Index every continuation position p >= p_from of `ctx` (ctx[i] is at position
         ctx_start + i) under each n-gram of the n tokens before it; n-grams and continuations
         that hold a document separator are skipped. In pieces of _CHUNK positions: numpy's
-        temporaries for a whole 70k-token file at once were ~6 MB, which the C allocator kept."""
+        temporaries for a whole large file at once took memory that the C allocator kept."""
         back = max(self.ngrams)
         for lo in range(max(p_from - ctx_start, 0), ctx.size, _CHUNK):
             a = max(lo - back, 0)
@@ -240,7 +240,7 @@ class NgramIndex:
 
     def _span(self, lo: int, hi: int) -> np.ndarray:
         """Tokens at positions [lo, hi) (all held) as an array: a view of the ring unless the
-        span wraps (a rebuild reads all of it: as a list, 1.2 MB of ints per 34k tokens)."""
+        span wraps (a rebuild reads all of it: as a list, a Python int per token)."""
         c = self.capacity
         a, b = lo % c, hi % c
         if hi - lo <= 0:

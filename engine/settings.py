@@ -23,7 +23,7 @@ class ModelSettings:
     threads_batch: int = 0  # reading prompts and verifying drafts (many tokens a call); 0: every core
     # With threads = 0: cores left to the caller. The app leaves one to its UI thread on machines
     # with 4 cores or more (`ui_spare_cores` in the app): on 2 cores a spare core cost the engine
-    # more than the UI uses, ~8 % of a core while a suggestion streams.
+    # more than the UI uses, a small share of a core while a suggestion streams.
     spare_cores: int = 0
     batch: int = 512  # logical batch: the most tokens one llama_decode call may take
     ubatch: int = 512  # physical micro-batch
@@ -40,7 +40,7 @@ class ModelSettings:
 @dataclass(frozen=True)
 class DraftSettings:
     # "session": prompt lookup that remembers the session (engine/session_drafter.py), the default
-    # (measured against "lookup" in bench/RESULTS.md, session 9); "lookup": the prompt and output only.
+    # (it gains over "lookup" where earlier text repeats); "lookup": the prompt and output only.
     kind: DraftKind = "session"
     model: ModelSettings | None = None  # set when kind == "model"
     hybrid: bool = False  # with a draft model (only then): the session drafter beside it, the better guess each pass
@@ -58,9 +58,9 @@ class SpeculativeSettings:
     ngram_max: int = 4  # prompt lookup: longest n-gram to match
     # "on": while drafting, every verify pass has draft_max + 1 rows (padded), so its shape never
     # changes; "auto": on when the target runs on a GPU, where llama.cpp replays a CUDA graph
-    # only for repeated shapes (a pass of a new shape costs 4-5 one-token passes there); "off".
-    # Off by default: on the H200 "on" gave edits 1.90x but built-in completions 0.77x (passes
-    # without a draft are padded too, and the controller does not price them yet).
+    # only for repeated shapes (a pass of a new shape costs several one-token passes there); "off".
+    # Off by default: on a GPU "on" speeds up edits but slows completions (passes without a
+    # draft are padded too, and the controller does not price them yet).
     constant_shape: str = "off"
 
 

@@ -243,10 +243,9 @@ class SpectermApp(App[int]):
         self.status_model.state = "idle"
         self.status_bar.mark_dirty()
         # What is alive now (Textual, the UI, the engine's Python side) lives as long as the app.
-        # A full collection walked those ~110,000 objects every few seconds of typing, 60-100 ms
-        # a time on this 2-core box, and the key that set it off waited (5 MB file, completions
-        # off: echo p95 86-95 ms, 23 ms with collection off). Frozen, they are not walked again
-        # (garbage is collected first, so none is kept; `on_unmount` thaws them).
+        # A full collection walked all those objects every few seconds of typing, and the key
+        # that set it off waited for it (the slowest keystrokes in a large file). Frozen, they are
+        # not walked again (garbage is collected first, so none is kept; `on_unmount` thaws them).
         gc.collect()
         gc.freeze()
         self.engine_ready.set()

@@ -79,8 +79,8 @@ class ContextRing:
         within `rows` (what the request holds already) are left out.
 
         The order is the prompt's, and the engine re-reads everything after the first chunk that
-        differs from its last prompt (a chunk is ~400 tokens, 1-2 s for the demo model on 2
-        cores). So the chunks of `held` (the last picks) that are still picked keep their places,
+        differs from its last prompt (a chunk is hundreds of tokens, seconds for a small model on
+        a CPU). So the chunks of `held` (the last picks) that are still picked keep their places,
         and the others follow in ring order (oldest first: a new chunk goes last)."""
         key = line_set(around)
         first, last = rows

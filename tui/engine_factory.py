@@ -30,14 +30,12 @@ UI_CORES_FROM = 4  # ... on machines with at least this many cores
 def ui_spare_cores(cores: int) -> int:
     """Cores the app's engine leaves to the UI thread for one-token decoding (`[model] threads =
     0`). Why not below UI_CORES_FROM: on 2 cores a spare one cost the engine more than the UI
-    uses. The UI thread needs ~8 % of a core while a suggestion streams (session 17, replays of
-    three files); one-token decoding on one thread instead of two is 14.3 instead of 9.0 ms a
-    token (demo pair), and with one thread for single tokens and two for drafts the app's passes
-    ran 5-22 % slower than the same passes with the UI idle. Measured in the app (replays of
-    three files, bench/RESULTS.md session 17): both cores 95-97 tokens/s, 0.94-0.98 of headless,
-    keystrokes p95 14-20 ms (4 runs); one spared 76-104 tokens/s, 0.75-1.02 of headless,
-    keystrokes p95 22 ms (7 runs). With 4 cores or more the engine keeps 3 and the UI never
-    waits for one."""
+    uses. The UI thread needs a small share of a core while a suggestion streams; one-token
+    decoding on one thread instead of two is much slower, and with one thread for single tokens
+    and two for drafts the app's passes ran slower than the same passes with the UI idle (the
+    second thread woke on a core the UI held). Keeping both cores, replays in the app ran closer
+    to headless speed, steadier, and handled keystrokes no later (`specterm bench --replay`).
+    With 4 cores or more the engine keeps all but one and the UI never waits for one."""
     return UI_CORES if cores >= UI_CORES_FROM else 0
 
 

@@ -2,7 +2,7 @@
 
 Reading a multi-megabyte file makes large short-lived objects (its bytes, the decoded text, the
 split lines' list); glibc's allocator keeps the heap pages they took once they are freed, so the
-process stays as large as at its peak (tens of MB for a 5 MB file). `malloc_trim` returns them.
+process stays as large as at its peak. `malloc_trim` returns them.
 Elsewhere (macOS, musl) there is nothing to call and nothing is done.
 """
 

@@ -53,13 +53,12 @@ class CostMeter:
     """Collects timing samples of t1, t_d and t_v(k) on the loaded models; costs on demand.
 
     The theory needs ratios (t_v(k) / t1, t_d / t1), and a shared machine changes speed from one
-    second to the next: on this 2-core host the F32 proxy flips between t1 = 17 ms with
-    t_v(5) = 2.0 t1 and t1 = 20 ms with t_v(5) = 1.6 t1 every few seconds. So every round times
+    second to the next, t1 and the batch costs moving in opposite directions. So every round times
     every size once, in turn (the order reversed every other round), a cost is its median ratio
     to the same round's t1 times the median t1, and the bench takes its rounds between the runs
-    it predicts (`sample_in_place`), so they see the machine those runs saw. Three rounds taken
-    at one moment for all the tasks of a context length once read t1 = 26 ms against 16-19 ms in
-    the plain runs, and predicted those tasks 10-90 % too fast.
+    it predicts (`sample_in_place`), so they see the machine those runs saw. Rounds taken at one
+    moment for all the tasks of a context length can catch the machine in another state than
+    the plain runs did, and then mispredict every one of those tasks.
     """
 
     DRAFT_REPEATS = 4  # draft decodes are short: time several a round

@@ -340,8 +340,8 @@ class Bench:
         self.engine = engine
         self.repeat = max(1, repeat)
         # A task whose `repeat` pairs' plain runs generated for less than this runs more pairs
-        # (up to MAX_PAIRS), as timeit's autorange does: one pair of a 13-token completion is
-        # 0.1-0.2 s on a CPU, where one scheduler hiccup moves its speedup by 4 %.
+        # (up to MAX_PAIRS), as timeit's autorange does: one pair of a short completion takes a
+        # fraction of a second on a CPU, where one scheduler hiccup moves its speedup visibly.
         self.min_time_s = max(0.0, min_time_s)
         self.on_progress = on_progress or (lambda msg, done, total: None)
         self.on_task = on_task or (lambda task, comp, done, total: None)

@@ -213,9 +213,8 @@ class Model:
         weights in and allocates the compute buffers, which would otherwise land in the first
         request's timings (and the adaptive controller's first cost samples). On a GPU every
         batch shape a verify pass, a draft or a prompt piece uses is decoded once too: its first
-        use loads kernels (CUDA loads them lazily), which took tens of ms where a pass takes
-        ~1.5 ms (H200, demo model); timed as what verifying costs, one such pass made drafting
-        look too dear ever to try again."""
+        use loads kernels (CUDA loads them lazily), which costs many times a normal pass; timed
+        as what verifying costs, one such pass made drafting look too dear ever to try again."""
         tok = max(self.bos, 0)
         sizes = GPU_WARM_SIZES if self.gpu_layers > 0 else (2,)
         for n in sorted({min(n, self.n_batch, self.n_ctx) for n in sizes}):
@@ -536,8 +535,8 @@ class Model:
 
     def reserve_adoption(self, source: "Model") -> int:
         """Size the buffer `adopt_cache` copies through for `source`'s cache as it is now (twice
-        over, pages touched): the first touch costs ~2 ms per MB, which must land outside a timed
-        draft. Returns the bytes the copy needs now."""
+        over, pages touched): the first touch of new pages costs time in proportion to their size,
+        which must land outside a timed draft. Returns the bytes the copy needs now."""
         size = lc.llama_state_seq_get_size(source._ctx, 0)
         if size > 0 and (self._state_buf is None or len(self._state_buf) < size):
             self._state_buf = np.ones(2 * size, np.uint8)  # ctypes arrays zero-fill slower still
@@ -548,9 +547,9 @@ class Model:
 
         For a draft that is a requantized copy of its target (same tensors and shapes): the target
         has already read the prompt, and copying its keys and values costs a few milliseconds where
-        reading 512 tokens again costs the draft half a second on a CPU. llama.cpp refuses a cache
-        of another shape (layers, heads, KV type) or one larger than this context: then False, the
-        cache is empty, and the caller reads the text itself."""
+        reading hundreds of tokens again costs the draft far longer on a CPU. llama.cpp refuses a
+        cache of another shape (layers, heads, KV type) or one larger than this context: then
+        False, the cache is empty, and the caller reads the text itself."""
         if source.cache_length() < n_tokens:
             return False  # the source has not read that far
         size = self.reserve_adoption(source)

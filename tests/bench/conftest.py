@@ -1,7 +1,8 @@
 """Run the installed `specterm bench` in a clean environment, with settings small enough for CI.
 
 One llama.cpp thread: on a shared 2-core machine two spinning threads per decode can be descheduled
-and make every pass many times slower (see bench/RESULTS.md); one thread keeps the runs short.
+and make every pass many times slower (ggml's threads wait for each other at every step); one
+thread keeps the runs short.
 """
 
 from __future__ import annotations

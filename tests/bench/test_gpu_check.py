@@ -1,6 +1,6 @@
 """bench/gpu_check.sh on a machine without a GPU: usage, the early checks, and its table builder
 on a real bench report. The whole --bundle / --from --cpu path builds llama.cpp (minutes), so it
-is run by hand (README, GPU installs), not here."""
+is run by hand (docs/bench.md, "On a GPU box"), not here."""
 
 from __future__ import annotations
 

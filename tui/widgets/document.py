@@ -8,8 +8,8 @@ without soft wrapping (the editor never wraps) the view's per-line tables are co
 instead of stored: line y is drawn at offset y.
 
 Textual keeps a document as a list of one string per line: ~49 bytes a line over the text itself
-(a 5 MB file of 139k lines took 17 MB). The lines here are kept in blocks (`BlockLines`), about
-the size of the text.
+(several times the file's size for a file of short lines). The lines here are kept in blocks
+(`BlockLines`), about the size of the text.
 """
 
 from __future__ import annotations

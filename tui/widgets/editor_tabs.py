@@ -267,7 +267,7 @@ class EditorTabs(Vertical):
         """The ring changed (or, `whole`, a file was opened) and the user paused: decode the next
         request's prompt start now. `whole` warms the file's head as far as a request's prefix
         window reaches, so the first suggestion anywhere in it reuses what was read (a cold
-        prompt of 1,800 tokens is 2.5 s for the demo model on 2 cores, far more under load)."""
+        prompt of a whole window takes seconds for a small model on a CPU)."""
         self._prewarm = None
         if not (typing or moved):
             self._pick_epoch += 1  # the user paused after the ring changed: pick its chunks again
@@ -291,16 +291,16 @@ class EditorTabs(Vertical):
         """The user types here: read this place's prompt start now (the engine does it on the
         threads it leaves the UI free of, and only what its KV cache lacks), so the suggestion
         at the next pause reads the last line only. Without it the first pause after a jump to
-        another part of a file read every line in between then (130-220 tokens, ~0.5 s on 2
-        cores, for the demo model)."""
+        another part of a file read every line in between then (hundreds of tokens: most of a
+        second on a CPU)."""
         self._typing_prewarm = None
         self._start_prewarm(typing=True)
 
     def on_code_editor_moved(self, event: CodeEditor.Moved) -> None:
         """The cursor moved (a jump, a click, arrow keys): read the prompt there while the typing
         pause runs, with every core (the user is not typing), instead of after it. After a jump
-        the new place's lines are not in the KV cache: 130-220 tokens for the demo model on 2
-        cores, 0.4-0.6 s, that the pause (0.1-0.25 s) now hides part of."""
+        the new place's lines are not in the KV cache, and reading them takes longer on a CPU
+        than the typing pause, which now hides part of it (the first read is bounded, FIRST_READ_S)."""
         self._moved_at = time.monotonic()
         if self._move_prewarm is not None:
             self._move_prewarm.stop()
