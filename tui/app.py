@@ -112,7 +112,8 @@ class SpectermApp(App[int]):
             event_sink=self._engine_event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
-        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats, suggestions=self.completer.log)
+        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats,
+                                        suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
         self.edits = EditFlow(self)
         self._layout: tuple[bool, bool] | None = None
@@ -228,7 +229,9 @@ class SpectermApp(App[int]):
     async def _start_engine(self) -> None:
         sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
         try:
-            engine = self.engine = make_engine(self.settings, ui=True, on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
+            engine = self.engine = make_engine(
+                self.settings, ui=True,
+                on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
             await engine.start()
         except (EngineError, ConfigError) as err:
             self.status_model.state = "error"
@@ -550,7 +553,10 @@ class SpectermApp(App[int]):
             self.find_bar.close()
 
     def action_stats(self) -> None:
-        session = self.engine.session_stats() if self.engine is not None and self.engine_ready.is_set() else self.status_model.session
+        if self.engine is not None and self.engine_ready.is_set():
+            session = self.engine.session_stats()
+        else:
+            session = self.status_model.session
         self.push_screen(StatsScreen(session, list(self.acceptance_history), self.status_model))
 
     def action_insert_code_block(self) -> None:

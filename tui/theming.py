@@ -110,7 +110,8 @@ class ThemeSet:
         """The theme named `wanted` (or the default, with an error saying so)."""
         name = theme_name(wanted)
         theme = self.themes.get(name) or self.themes.get(DEFAULT_THEME)
-        errors = [] if name in self.themes else [ThemeError(Path(name), f"no theme named {name!r}; using {DEFAULT_THEME}")]
+        errors = ([] if name in self.themes
+                  else [ThemeError(Path(name), f"no theme named {name!r}; using {DEFAULT_THEME}")])
         if theme is None:  # the shipped themes are missing: a broken install
             raise RuntimeError("specterm's built-in themes are missing; reinstall specterm")
         return theme, errors
@@ -168,7 +169,8 @@ class Theming:
         if self.apply(wanted):
             return
         default = self.set.themes[DEFAULT_THEME]
-        self.app.notify(f"Using {DEFAULT_THEME} instead of {wanted.name}.", title="Theme", severity="warning", timeout=12)
+        self.app.notify(f"Using {DEFAULT_THEME} instead of {wanted.name}.", title="Theme", severity="warning",
+                        timeout=12)
         if not self.apply(default):
             self._show(default)  # nothing better to fall back to: Textual's own error says the rest
 

@@ -11,8 +11,8 @@ compares its tokens/s with specterm's directly.)
 Both get the prompt as the exact token ids specterm decoded, the same number of tokens to generate
 (what specterm's plain run emitted), greedy decoding, the same context and thread count, and a
 warm-up request first (for ngram-mod, whose pool outlives requests, a fresh server per measured run
-that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the server's own
-`predicted_per_second` (generation only, like specterm's).
+that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the
+server's own `predicted_per_second` (generation only, like specterm's).
 
 The servers get specterm's context size, so a context text longer than that (a whole module in a
 tasks file) goes in overlapping pieces that each fit: the session drafter reads it all into its

@@ -19,8 +19,8 @@ from .settings import RemoteSettings
 T = TypeVar("T")
 
 TUNNEL_HINT = (
-    "Start the server (e.g. `llama-server -m target.gguf --spec-type draft-simple --spec-draft-model draft.gguf --port 8080`)"
-    " or fix [engine] url / --url. For a server on another machine, "
+    "Start the server (e.g. `llama-server -m target.gguf --spec-type draft-simple --spec-draft-model draft.gguf "
+    "--port 8080`) or fix [engine] url / --url. For a server on another machine, "
     "`ssh -N -L 8080:127.0.0.1:8080 gpu-box` makes it http://127.0.0.1:8080 here."
 )
 

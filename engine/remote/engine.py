@@ -308,7 +308,8 @@ class RemoteEngine:
         region = estimate_tokens(request.region)
         max_tokens = request.max_tokens or default_max_tokens(region)
         n_ctx = (self.server.n_ctx if self.server else None) or self.settings.n_ctx
-        room = n_ctx - max_tokens - region - max(INSTRUCTION_ROOM, estimate_tokens(request.instruction)) - OVERHEAD_TOKENS
+        instruction = max(INSTRUCTION_ROOM, estimate_tokens(request.instruction))
+        room = n_ctx - max_tokens - region - instruction - OVERHEAD_TOKENS
         prompt = build_edit_prompt(request, *fit_context(request, room, estimate_tokens))
         return [{"role": "user", "content": prompt.message()}], max_tokens
 
@@ -472,7 +473,8 @@ class RemoteEngine:
                 try:
                     chunk = parse_chunk(payload)
                 except MalformedChunk as exc:
-                    reason, error = self._failed(state, f"the server at {self.root} sent a reply specterm cannot read ({exc})")
+                    reason, error = self._failed(
+                        state, f"the server at {self.root} sent a reply specterm cannot read ({exc})")
                     break
                 if "error" in chunk:
                     msg = error_text(json.dumps(chunk).encode())
@@ -521,7 +523,8 @@ class RemoteEngine:
     def _failed(self, state: ReplyState, message: str) -> tuple[FinishReason, str]:
         """A reply the server broke: an error before any text; after some, the text is kept."""
         if not state.text:
-            raise BackendUnavailableError(message, hint="The server's log says more; send the request again once it is fixed.")
+            raise BackendUnavailableError(
+                message, hint="The server's log says more; send the request again once it is fixed.")
         return "error", f"{message}; the partial reply is kept"
 
     def _ended(self, state: ReplyState, framer: SseFramer) -> tuple[FinishReason, str | None]:

@@ -38,7 +38,7 @@ def test_fim_model_completes_in_the_middle(models, engine_factory):
     req = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n\nprint(add(1, 2))\n",
                             max_tokens=16)
     result = eng.run(req)
-    text, reason, stats = result.text, result.reason, result.stats
+    reason, stats = result.reason, result.stats
     assert stats.tokens >= 1 and reason in ("eos", "stop", "length")
     assert eng.info.fim
 

@@ -163,7 +163,7 @@ def test_greedy_output_equals_plain_output(models, traces, hybrid):
     try:
         by: Counter = Counter()
         total = Stats()
-        for rnd in range(2):  # the second round drafts from the session's memory of the first
+        for _ in range(2):  # the second round drafts from the session's memory of the first
             for prompt in PROMPTS:
                 result = eng.run(GenerateRequest(prompt=prompt, max_tokens=48))
                 plain, gaps = traces[prompt]

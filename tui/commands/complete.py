@@ -49,7 +49,8 @@ def parse_location(text: str) -> Location:
     return Location(Path(file), line_no, col_no)
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

@@ -26,7 +26,8 @@ NAME = "doctor"
 CHECK_MODEL_FILES = False  # doctor reports missing model files itself, after the config files
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

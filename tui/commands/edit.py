@@ -55,7 +55,8 @@ def parse_target(text: str) -> Target:
     return Target(Path(file), start, end)
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

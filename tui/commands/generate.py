@@ -29,7 +29,8 @@ from .common import (
 NAME = "generate"
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from itertools import accumulate
-from typing import Callable, Generic, Iterable, Iterator, MutableSequence, Sequence, TypeVar, overload
+from typing import Callable, Generic, Iterator, MutableSequence, Sequence, TypeVar, overload
 
 from rich.cells import cell_len
 from textual.document._document import Document, EditResult, Location, _detect_newline_style
