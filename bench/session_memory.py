@@ -25,8 +25,6 @@ from specterm.engine.session_drafter import SessionDrafter
 from specterm.engine.settings import ModelSettings
 
 
-
-
 def current_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

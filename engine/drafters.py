@@ -24,7 +24,6 @@ from .model import Model
 from .sampling import distribution, is_greedy, sample, top_probability
 from .settings import SamplingSettings
 
-
 # A draft model that is far behind the text (a new prompt, a long stretch generated while drafting
 # was off) reads only the first few tokens (BOS, a FIM marker) and the last CATCHUP_WINDOW tokens:
 # a small draft predicts the next tokens from recent context, and catching up on a whole file

@@ -27,15 +27,15 @@ from watchfiles import Change
 
 from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
 
+from . import terminal_keys
 from .config import ConfigError, Settings, load_settings, user_config_path
 from .edit.flow import EditFlow
 from .engine_factory import make_engine
-from . import terminal_keys
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
-from .theming import Theming, theme_name
 from .themes import SpectermTheme
+from .theming import Theming, theme_name
 from .watch import FileWatcher
 from .widgets.chat import ChatPane
 from .widgets.completion import Completer, CompletionOptions

@@ -23,10 +23,15 @@ from textual.dom import DOMNode
 from textual.theme import Theme
 
 from .themes import (
-    ANSI_THEME, DEFAULT_THEME, SpectermTheme, ThemeError, builtin_theme_dir, load_theme_file, load_themes,
+    ANSI_THEME,
+    DEFAULT_THEME,
+    SpectermTheme,
+    ThemeError,
+    builtin_theme_dir,
+    load_theme_file,
+    load_themes,
     theme_files,
 )
-
 
 if TYPE_CHECKING:
     from .app import SpectermApp

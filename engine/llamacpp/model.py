@@ -16,9 +16,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-import numpy as np
-
 import llama_cpp as lc
+import numpy as np
 
 from ..errors import ContextOverflowError, ModelLoadError
 from ..model import FimTokens

@@ -18,9 +18,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import EngineError, PairingError
-from .memory import model_kv_cache_bytes, system_ram
 from ..settings import DEMO_TARGET, EngineSettings, ModelSettings
-
+from .memory import model_kv_cache_bytes, system_ram
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,15 @@ from ..completion import (
     prompt_budget,
     without_cursor_indentation,
 )
-from ..edit_prompt import (INSTRUCTION_ROOM, OVERHEAD_TOKENS, EditText, build_edit_prompt,
-                           default_max_tokens, fence_for, fit_context)
+from ..edit_prompt import (
+    INSTRUCTION_ROOM,
+    OVERHEAD_TOKENS,
+    EditText,
+    build_edit_prompt,
+    default_max_tokens,
+    fence_for,
+    fit_context,
+)
 from ..errors import BackendUnavailableError, EngineError
 from ..requests import (
     ChatRequest,

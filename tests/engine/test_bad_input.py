@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 from specterm.engine import (
-    ContextOverflowError, DraftSettings, EngineError, EngineSettings, GenerateRequest, ModelLoadError,
-    ModelSettings, PairingError,
+    ContextOverflowError,
+    DraftSettings,
+    EngineError,
+    EngineSettings,
+    GenerateRequest,
+    ModelLoadError,
+    ModelSettings,
+    PairingError,
 )
-from specterm.engine.llamacpp.model import Model
 from specterm.engine.llamacpp.local import LocalEngine
+from specterm.engine.llamacpp.model import Model
 
 
 def load(target: str, draft_kind: str = "none", draft: str | None = None, ctx: int = 512) -> LocalEngine:

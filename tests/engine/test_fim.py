@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.completion import InlineStops, drop_suffix_repeat, finish_completion, worth_caching
 from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.speculative import HealIndex
+
+from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 
 def test_fim_prompt_uses_the_models_own_tokens_and_keeps_text_nearest_the_cursor(models):

@@ -10,8 +10,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from specterm.engine import (DraftSettings, EngineSettings, GenerateRequest, ModelSettings,
-                             SamplingSettings, SpeculativeSettings, Stats)
+from specterm.engine import (
+    DraftSettings,
+    EngineSettings,
+    GenerateRequest,
+    ModelSettings,
+    SamplingSettings,
+    SpeculativeSettings,
+    Stats,
+)
 from specterm.engine.llamacpp.local import LocalEngine
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.session_drafter import SessionDrafter

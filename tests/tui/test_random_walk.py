@@ -39,15 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from textual import events
 from textual.geometry import Offset, Size
 from textual.keys import _character_to_key
 
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.textfile import decode, read_text
-from specterm.tui.theming import stylesheet_problem
 from specterm.tui.themes import builtin_theme_dir
+from specterm.tui.theming import stylesheet_problem
 from specterm.tui.widgets.editor_tabs import OpenFile
 from specterm.tui.widgets.indentation import dedent_to
 

@@ -19,7 +19,14 @@ from specterm.engine.requests import CompletionRequest
 
 from ..config import Settings
 from .common import (
-    UsageError, add_json_flag, read_stdin_text, read_user_text, result_json, run_async, run_one, write_text,
+    UsageError,
+    add_json_flag,
+    read_stdin_text,
+    read_user_text,
+    result_json,
+    run_async,
+    run_one,
+    write_text,
 )
 
 NAME = "complete"

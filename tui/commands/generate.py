@@ -16,10 +16,10 @@ from specterm.engine.requests import GenerateRequest
 from ..config import Settings
 from .common import (
     UsageError,
+    add_json_flag,
     isatty,
     read_stdin_text,
     read_user_text,
-    add_json_flag,
     result_json,
     run_async,
     run_one,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 from specterm.engine.errors import EngineError
+from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 
 from ..config import Settings
 from .common import TtyProgress, UsageError
@@ -110,8 +110,8 @@ def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
 
 def machine() -> dict[str, Any]:
     """What memory estimates are compared with: GPU offload support and physical RAM."""
-    from specterm.engine.llamacpp.model import gpu_offload_supported
     from specterm.engine.llamacpp.memory import system_ram
+    from specterm.engine.llamacpp.model import gpu_offload_supported
 
     ram = system_ram()  # the same figure doctor compares with
     return {"gpu_offload": gpu_offload_supported(), "ram_bytes": ram}
