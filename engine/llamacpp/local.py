@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import queue
-import threading
 import logging
 import math
+import queue
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,19 +29,12 @@ from typing import AsyncIterator, Callable, Iterator
 
 import numpy as np
 
-from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
-from ..session_drafter import SessionDrafter
-from ..session_store import SessionStore
-from ..errors import EngineError, ModelLoadError
 from ..completion import Deadline, InlineStops, ended_completion
+from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..edit_drafter import Prediction, predicting
 from ..edit_prompt import EditText
-from .edit_prompt import build_edit_tokens
-from .fim_prompt import build_fim_prompt
-from .model import Model, gpu_offload_supported, set_verbose
-from .derive import is_derived_pair
-from .pairing import check_pair
+from ..errors import EngineError, ModelLoadError
+from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
 from ..requests import (
     ChatRequest,
     CompletionRequest,
@@ -53,9 +46,16 @@ from ..requests import (
     StatsUpdate,
     TextDelta,
 )
+from ..session_drafter import SessionDrafter
+from ..session_store import SessionStore
 from ..settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
 from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
+from .derive import is_derived_pair
+from .edit_prompt import build_edit_tokens
+from .fim_prompt import build_fim_prompt
+from .model import Model, gpu_offload_supported, set_verbose
+from .pairing import check_pair
 
 ProgressFn = Callable[[str, float], None]
 # While text streams, the caller's event loop is woken at most this often (`_Outbox`).

@@ -39,12 +39,12 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.color import Color
+from textual.document._document_navigator import DocumentNavigator
 from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import TextArea
-from textual.document._document_navigator import DocumentNavigator
 from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
 
 from specterm.engine import Finished, TextDelta
@@ -57,7 +57,6 @@ from .completion import DEFAULT_ACCEPT_KEYS, Completer
 from .debounce import AdaptiveDebounce
 from .document import BlockLines, EditorDocument, UnwrappedDocument
 from .ghost import cache_key, next_line, next_word, visible_ghost
-from .indentation import detect_indentation, dedent_to
 from .highlight import (
     WHOLE_FILE_LINES,
     WINDOW_MARGIN_LINES,
@@ -68,6 +67,7 @@ from .highlight import (
     lexer_for,
     window_bounds,
 )
+from .indentation import dedent_to, detect_indentation
 from .suggestions import CompletionRecord, Source
 
 # Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
@@ -798,7 +798,8 @@ class CodeEditor(TextArea):
             if tail:
                 self._ghost_lines[-1].append(tail)
             if marker:
-                self._ghost_lines[-1].append(f"  {marker}", self._spectheme.ghost_token_style(Comment, background, color_system))
+                marker_style = self._spectheme.ghost_token_style(Comment, background, color_system)
+                self._ghost_lines[-1].append(f"  {marker}", marker_style)
             for line in self._ghost_lines:
                 line.expand_tabs(self.indent_width)
         else:

@@ -25,8 +25,8 @@ from textual.widgets import Static, TabbedContent, TabPane
 from specterm.engine import ContextFile
 
 from ..context_ring import CHUNK_LINES, ContextRing
-from ..screens.choice import ChoiceScreen
 from ..memory import release_after_reading
+from ..screens.choice import ChoiceScreen
 from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText, encoding_name
 from ..themes import SpectermTheme
 from .completion import Completer
@@ -274,7 +274,8 @@ class EditorTabs(Vertical):
         if not self.completer.ready:
             self._schedule_prewarm(whole=whole)  # the model is still loading: once it is there
             return
-        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):  # (then a pause's request is pending, or the move's read stays)
+        # (then a pause's request is pending, or the move's read stays)
+        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
         request = self.completer.build_request(prefix, suffix, str(open_file.file.path))
