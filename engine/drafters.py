@@ -235,7 +235,7 @@ class ModelDrafter:
 
     def _share(self, history: list[int]) -> bool:
         """Take the target's cache (history[:-1]) and decode the last token; False: not possible."""
-        if not self._can_share(history):
+        if self.source is None or not self._can_share(history):
             return False
         if not self.model.adopt_cache(self.source, len(history) - 1):
             self.source = None  # the caches differ in shape: read the text from now on

@@ -237,6 +237,7 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
                 if remembers:
                     fresh_spec(context, prompt)
                 else:
+                    assert spec_server is not None  # started above: one server for every task
                     for earlier in context:
                         spec_server.complete(earlier, 1)
                     spec_server.complete(prompt, n_predict)
@@ -247,6 +248,7 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
                 for r in range(repeat):
                     if remembers and r > 0:
                         fresh_spec(context, prompt)
+                    assert spec_server is not None  # started above or by fresh_spec
                     order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
                     for srv in order:
                         (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
@@ -273,9 +275,9 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
     except (RuntimeError, OSError, urllib.error.URLError, ValueError) as err:
         return {"skipped": f"llama-server failed: {err}", "program": what}
     finally:
-        for srv in (plain_server, spec_server):
-            if srv is not None:
-                srv.close()
+        for server in (plain_server, spec_server):
+            if server is not None:
+                server.close()
     return {"program": what, "binaries": str(folder), "repeat": repeat, "n_ctx": n_ctx, "tasks": rows,
             "skipped_tasks": skipped,
             "speedup": _r(geometric_mean(r["speedup"] for r in rows)),

@@ -33,7 +33,7 @@ import os
 import platform
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -259,7 +259,7 @@ class BenchReport:
         total = Stats()
         for _, c in self.tasks:
             total.merge(c.speculative)
-        out = {
+        out: dict[str, Any] = {
             "speedup": _r(geometric_mean(sp)),
             "speedup_min": _r(min(sp) if sp else None),
             "acceptance": _r(total.acceptance),

@@ -28,7 +28,7 @@ TUNNEL_HINT = (
 def _chain(exc: BaseException):
     """`exc`, its causes and contexts, and the members of exception groups, each once."""
     seen: set[int] = set()
-    todo = [exc]
+    todo: list[BaseException | None] = [exc]
     while todo:
         cur = todo.pop()
         if cur is None or id(cur) in seen:

@@ -273,8 +273,9 @@ class RemoteEngine:
         assert self.server is not None
         model = self.server.model
         common = {"stream": True, **self._sampling_fields(request.sampling)}
-        if getattr(request, "stop", ()):
-            common["stop"] = list(request.stop)
+        stop = getattr(request, "stop", ())
+        if stop:
+            common["stop"] = list(stop)
         if isinstance(request, EditRequest):
             messages, max_tokens = self._edit_messages(request)
             body = {"model": model, "messages": messages, "max_tokens": max_tokens, **common, **self._extras()}
@@ -436,8 +437,8 @@ class RemoteEngine:
                 await asyncio.sleep(wait)
 
     async def _one_attempt(self, request: Request, run: _Run, state: ReplyState) -> AsyncIterator[Event]:
-        is_fim = isinstance(request, CompletionRequest)
-        deadline = Deadline(request) if is_fim else None
+        fim = request if isinstance(request, CompletionRequest) else None
+        deadline = Deadline(fim) if fim is not None else None
 
         def time_left() -> float | None:
             return None if deadline is None else deadline.left()
@@ -450,7 +451,7 @@ class RemoteEngine:
             yield Finished(reason="cancelled" if opened is _CANCELLED else "time", text="", stats=stats)
             return
         run.response = opened.response
-        stops = InlineStops(request) if is_fim else None
+        stops = InlineStops(fim) if fim is not None else None
         # an edit's answer made clean as it streams (its fences dropped; the closing one ends it)
         edit = EditText(request.region, fence_for(request.region, request.before, request.after), request.after) \
             if isinstance(request, EditRequest) else None
@@ -519,7 +520,7 @@ class RemoteEngine:
         delta_counters = after.minus(before) if (after is not None and before is not None) else None
         stats = self._stats(state, delta_counters)
         self._session.merge(stats)
-        text = ended_completion(state.text, request, reason) if is_fim else state.text
+        text = ended_completion(state.text, fim, reason) if fim is not None else state.text
         if edit is not None:
             tail = edit.finish()
             if tail:
