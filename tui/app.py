@@ -26,6 +26,7 @@ from textual.widgets import Footer
 from watchfiles import Change
 
 from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
+from specterm.engine.settings import DraftKind
 
 from . import terminal_keys
 from .config import ConfigError, Settings, load_settings, user_config_path
@@ -285,7 +286,7 @@ class SpectermApp(App[int]):
         self.status_model.apply_event(kind, event, chat_running=self.chat.streaming)
         self.status_bar.mark_dirty()
 
-    async def action_switch_draft(self, kind: str) -> None:
+    async def action_switch_draft(self, kind: DraftKind) -> None:
         """Switch the drafter at run time: "session", "lookup", "none" or "model" (the configured
         draft). The session drafter keeps the configured memory cap."""
         if self.engine is None or not self.engine_ready.is_set():
@@ -299,7 +300,7 @@ class SpectermApp(App[int]):
                 return
         else:
             configured = self.settings.engine_settings().draft
-            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,  # type: ignore[arg-type]
+            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,
                                   session_store=configured.session_store)
         self.status_model.message = f"switching draft to {kind}"
         try:

@@ -11,6 +11,7 @@ gives way to the default at start.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from inspect import getfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -206,8 +207,7 @@ class Theming:
             app._watch_theme(theme.name)  # same name, new colours (a reloaded file): re-apply
         else:
             app.theme = theme.name
-        if app.is_mounted:
-            app.editor_tabs.apply_theme(theme)
+        app.editor_tabs.apply_theme(theme)
 
     def switch(self, name: str) -> None:
         theme = self.set.themes.get(theme_name(name))
@@ -220,7 +220,7 @@ class Theming:
         """The one theme list: (title, help, switch) per theme, for the palette and the picker;
         either way a choice is applied and saved by `switch`."""
         return [(f"Theme: {name}", f"Switch to the {name} theme (saved to your config)",
-                 lambda name=name: self.switch(name)) for name in sorted(self.set.themes)]
+                 partial(self.switch, name)) for name in sorted(self.set.themes)]
 
     def reload(self) -> None:
         for err in self.set.load():

@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from specterm.engine.errors import EngineError
 from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
@@ -229,8 +229,8 @@ def run_derive(args: argparse.Namespace, catalogue: Catalogue) -> int:
         out = derive(target, kind, args.output, on_progress=progress)
     finally:
         progress.clear()
-    data = {"target": str(target), "draft": str(out), "type": kind.upper(), "size_bytes": out.stat().st_size,
-            "target_size_bytes": target.stat().st_size}
+    data: dict[str, Any] = {"target": str(target), "draft": str(out), "type": kind.upper(),
+                            "size_bytes": out.stat().st_size, "target_size_bytes": target.stat().st_size}
     if args.json:
         _print_json(data)
     else:
@@ -357,7 +357,7 @@ def _print_drafts(data: dict[str, Any]) -> None:
 
 
 # --- output helpers -----------------------------------------------------------------------------
-def _table(rows: list[tuple[str, ...]]) -> None:
+def _table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
