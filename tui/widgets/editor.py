@@ -322,6 +322,7 @@ class CodeEditor(TextArea):
     def _highlight_edited_lines(self, edit: Edit) -> None:
         top = edit.top[0]
         old_bottom = edit.bottom[0]
+        assert edit._edit_result is not None  # the caller checked
         new_bottom = edit._edit_result.end_location[0]
         shift = new_bottom - old_bottom
         old = dict(self._highlights)
@@ -694,21 +695,22 @@ class CodeEditor(TextArea):
         text = ""
         async for event in completer.stream(request_id, request, record):
             ghost = self._ghost
-            mine = ghost is not None and ghost.request_id == request_id
+            if ghost is not None and ghost.request_id != request_id:
+                ghost = None  # another request's suggestion
             if isinstance(event, TextDelta):
                 text += event.text
                 live = live_completion(text, request)  # the finished text's rules: it only grows
                 pre = completer.prefetch
                 if pre is not None and pre.request_id == request_id:
                     pre.shown = live
-                if mine and live != ghost.full:
+                if ghost is not None and live != ghost.full:
                     ghost.full = live
                     if not self._ghost_visible:
                         self._render_ghost()  # the first text: at once
                     elif self._redraw is None:
                         self._redraw = self.set_timer(STREAM_REDRAW_S, self._redraw_ghost)
             elif isinstance(event, Finished):
-                if not mine:
+                if ghost is None:
                     continue
                 if event.reason == "error" and event.error:
                     self.notify(event.error, title="Completion failed", severity="error", markup=False)
@@ -800,8 +802,8 @@ class CodeEditor(TextArea):
             if marker:
                 marker_style = self._spectheme.ghost_token_style(Comment, background, color_system)
                 self._ghost_lines[-1].append(f"  {marker}", marker_style)
-            for line in self._ghost_lines:
-                line.expand_tabs(self.indent_width)
+            for ghost_line in self._ghost_lines:
+                ghost_line.expand_tabs(self.indent_width)
         else:
             self._ghost_lines = []
             self._ghost_moves_tail = False
