@@ -198,7 +198,7 @@ def main() -> int:
     for name, ll, sp in rows:
         L, S = pooled(ll), pooled(sp)
         ratio = S.tps / L.tps if L.tps else None
-        pairs = [s.tps / l.tps for l, s in zip(ll, sp) if l.tps]
+        pairs = [spec.tps / llama.tps for llama, spec in zip(ll, sp) if llama.tps]
         ratios.append(ratio)
         print(f"{name:<18} {L.tps:>13.1f} {pct(L.acceptance):>6} {S.tps:>12.1f} {pct(S.acceptance):>6} "
               f"{ratio:>6.2f} {' '.join(f'{x:.2f}' for x in pairs):>20}")

@@ -30,10 +30,11 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=8, help="timed decodes per size and repeat")
     args = p.parse_args()
 
-    from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
     from specterm.engine.bench.costs import CostMeter
     from specterm.engine.llamacpp.model import Model
     from specterm.engine.settings import ModelSettings
+
+    from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
 
     target = target_path(args.target)
     paths = {}

@@ -95,7 +95,7 @@ async def type_at_spots(app, pilot, editor, keys: int, interval_s: float,
         painted.append(time.perf_counter())
         return real_render(y)
 
-    editor.render_line = render_line  # type: ignore[method-assign]
+    editor.render_line = render_line
     lines = editor.document.line_count
     spots = max(1, keys // len(WORD))
     latencies: list[float] = []
@@ -119,7 +119,7 @@ async def type_at_spots(app, pilot, editor, keys: int, interval_s: float,
             latencies.append((time.perf_counter() - t0) * 1000)  # the paint has ended
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - t0)))
         await pilot.pause(pause_s)
-    editor.render_line = real_render  # type: ignore[method-assign]
+    editor.render_line = real_render
     return latencies
 
 
@@ -153,7 +153,8 @@ async def measure(path: Path, keys: int, interval_s: float, pause_s: float, engi
             rss_open = rss_mb()
             anon_open = rss_mb("RssAnon")
             if profiler is not None:
-                profiler = stop_profiler(profiler, "opening") or start_profiler()
+                stop_profiler(profiler, "opening")
+                profiler = start_profiler()
             lines = editor.document.line_count
             latencies = await type_at_spots(app, pilot, editor, keys, interval_s, pause_s)
             rss_end = rss_mb()

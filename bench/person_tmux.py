@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 SIZE = (120, 40)
 LOOK_S = 0.3
@@ -115,7 +116,7 @@ def jump_to_end(session: str) -> None:
     tmux("send-keys", "-t", session, "C-End")
 
 
-def visit(session: str, move, line: str, look: bool, number: int) -> float | None:
+def visit(session: str, move: Callable[[], None], line: str, look: bool, number: int) -> float | None:
     """One place: `move` there, (look,) Enter and the first characters of `line`, which land on
     line `number` (1-based); the ms from that write to the first suggestion on screen (None: none
     within WAIT_S)."""
@@ -187,10 +188,16 @@ def main(argv: list[str] | None = None) -> int:
         visits = [(p, n % 2 == 1) for n, p in enumerate(places)] if not args.jump else [(last, False)] * args.jump
         for n, (place, look) in enumerate(visits):
             above = lines[place - 1]
-            if args.jump:
-                move, number = (lambda: jump_to_end(session)), len(kept) + 1
-            else:  # the line above, in the copy (the places above it taken out), then the new one
-                move, number = (lambda: go_to(session, above)), place - sum(p < place for p in places) + 1
+
+            def move() -> None:  # (called in this iteration: `above` is this place's)
+                if args.jump:
+                    jump_to_end(session)
+                else:
+                    go_to(session, above)  # noqa: B023
+
+            # the line the typed text lands on: below the last one, or below the line above in the
+            # copy (the places above it taken out)
+            number = len(kept) + 1 if args.jump else place - sum(p < place for p in places) + 1
             ms = visit(session, move, lines[place], look, number)
             if ms is None:
                 missed[look] += 1
@@ -202,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
-    report = {
+    report: dict[str, Any] = {
         "file": str(args.file),
         "person_ms": percentiles(times[False]), "person_count": len(times[False]),
         "person_missed": missed[False], "person_within_600ms": sum(t <= 600 for t in times[False]),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import sysconfig
 import time
@@ -24,8 +23,6 @@ from specterm.engine.llamacpp.demo import demo_model_path
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.session_drafter import SessionDrafter
 from specterm.engine.settings import ModelSettings
-
-
 
 
 def current_rss_mb() -> float:

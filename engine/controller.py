@@ -212,7 +212,7 @@ class CostModel:
         self._fits.pop("draft", None)
         self.revision += 1
 
-    def draft_cost(self, g: int) -> float | None:
+    def draft_cost(self, g: float) -> float | None:
         """Predicted time of a g-token draft: the line through the measured lengths (two or
         more; intercept and slope kept >= 0), else g times the mean cost per token."""
         if g <= 0:
@@ -519,7 +519,7 @@ class DraftController:
         a = min(self.acceptance if a is None else a, 0.999)
         return (1.0 - a ** (g + 1)) / (1.0 - a)
 
-    def _draft_cost(self, g: int, t1: float) -> float:
+    def _draft_cost(self, g: float, t1: float) -> float:
         """Time of a g-token draft (free drafters: nothing; unmeasured: the prior per token)."""
         if self.draft_is_free or g <= 0:
             return 0.0
@@ -622,6 +622,8 @@ class DraftController:
         """The draft length up to `up_to` with the best expected rate, if it beats plain decoding
         by the margin; else 0."""
         base = self.rate(0, fit)
+        if base is None:  # no plain pass measured
+            return 0
         best_g, best_r = 0, base
         for g in range(1, up_to + 1):
             r = self.rate(g, fit, lag=lag, a=a, free=free)
@@ -681,7 +683,7 @@ class DraftController:
             return 0
         fit = self.costs.line()
         known = fit is not None and (self.draft_is_free or self.costs.draft_token is not None)
-        if known and self.draft_is_free:
+        if fit is not None and self.draft_is_free:
             # Drafting is nearly free: draft at full length and let `fit_draft` judge each
             # proposal by its match length, as long as some match length could pay at its
             # acceptance; otherwise not even the drafter runs (a probe now and then, below). A
@@ -691,7 +693,8 @@ class DraftController:
             if self._free_could_pay(fit, dmax) or (self.judge_unsent and self.can_pay(fit)):
                 return dmax
             self.off = True
-        if known and not self.draft_is_free and (self._fresh or not self.off):
+        if fit is not None and self.costs.draft_token is not None and not self.draft_is_free and (
+                self._fresh or not self.off):
             self._fresh = False
             best_g = self._paying_length(fit, dmax, lag=lag)
             if best_g:
@@ -743,6 +746,8 @@ class DraftController:
         """Some match length's acceptance (or `a`) makes a free draft of some length pay."""
         a_best = self._best_free_acceptance() if a is None else a
         base = self.rate(0, fit)
+        if base is None:  # no plain pass measured
+            return False
         return any((self.rate(g, fit, a=a_best, free=True) or 0.0) >= base * _MARGIN
                    for g in range(1, up_to + 1))
 

@@ -24,7 +24,6 @@ from .model import Model
 from .sampling import distribution, is_greedy, sample, top_probability
 from .settings import SamplingSettings
 
-
 # A draft model that is far behind the text (a new prompt, a long stretch generated while drafting
 # was off) reads only the first few tokens (BOS, a FIM marker) and the last CATCHUP_WINDOW tokens:
 # a small draft predicts the next tokens from recent context, and catching up on a whole file
@@ -235,7 +234,7 @@ class ModelDrafter:
 
     def _share(self, history: list[int]) -> bool:
         """Take the target's cache (history[:-1]) and decode the last token; False: not possible."""
-        if not self._can_share(history):
+        if self.source is None or not self._can_share(history):
             return False
         if not self.model.adopt_cache(self.source, len(history) - 1):
             self.source = None  # the caches differ in shape: read the text from now on

@@ -115,7 +115,7 @@ class HybridDrafter:
         options = [(0, k)] + [(c, 0) for c in range(1, n_session + 1)]
         if 0 < n_session < k:
             options.append((n_session, k - n_session))
-        return max(options, key=lambda o: self._rate(*o, lag=lag + o[0] if o[1] else 0, a_session=a_s))
+        return max(options, key=lambda o: self._rate(o[0], o[1], lag=lag + o[0] if o[1] else 0, a_session=a_s))
 
     # -- drafter verbs ---------------------------------------------------------------------------
     def begin(self, prompt: list[int]) -> None:

@@ -54,6 +54,7 @@ class HealIndex:
         upper = heal.rstrip(b"\xff")
         hi = (bisect.bisect_left(self._sorted, upper[:-1] + bytes([upper[-1] + 1]))
               if upper else len(self._sorted))
+        ids: np.ndarray | list[int]
         ids = self._ids[lo:hi]
         if no_blank_after:
             n = len(heal)
@@ -217,8 +218,9 @@ class SpeculativeDecoder:
                                           costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)),
                                           free_part=drafter.kind == "hybrid")
         if drafter.kind == "hybrid":  # one judge of free guesses, as one cost model
-            drafter.free_acceptance = self.controller.acceptance_for
-            drafter.guess_evidence = self.controller.observe_guess
+            # the decoder writes the hybrid's attributes (issue 34 item 1 ends this)
+            drafter.free_acceptance = self.controller.acceptance_for  # type: ignore[attr-defined]
+            drafter.guess_evidence = self.controller.observe_guess  # type: ignore[attr-defined]
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
@@ -258,10 +260,10 @@ class SpeculativeDecoder:
         for i in range(keep, len(tokens), n):
             if stop() or i + 1 >= self.target.n_ctx:
                 break
-            piece = tokens[i: min(i + n, self.target.n_ctx - 1)]
-            self.target.decode(piece, i, logits_from=len(piece))  # no logits wanted
-            self.cached.extend(piece)
-            done += len(piece)
+            chunk = tokens[i: min(i + n, self.target.n_ctx - 1)]
+            self.target.decode(chunk, i, logits_from=len(chunk))  # no logits wanted
+            self.cached.extend(chunk)
+            done += len(chunk)
         return done
 
     def _prefill(self, prompt: list[int], stats: Stats, piece: int = 0,
@@ -344,6 +346,8 @@ class SpeculativeDecoder:
 
     def _loop(self, job, stats, history, emitted, stream, rng, draft_rng, t_start, t_request) -> str:
         target = self.target
+        heal_left = job.heal
+        guard = job.keep_indent  # until the first byte past the healed text is emitted
 
         def emit(tokens: list[int]) -> str | None:
             """Emit tokens in order; return a finish reason when one of them ends generation."""
@@ -372,8 +376,6 @@ class SpeculativeDecoder:
                     return "length"
             return None
 
-        heal_left = job.heal
-        guard = job.keep_indent  # until the first byte past the healed text is emitted
         # The prompt pass yields the first token. While healed text remains, each token must agree
         # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
         mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
@@ -428,7 +430,7 @@ class SpeculativeDecoder:
                 k = min(controller.next_length(lag, probe_lag), max(room, 0))
             draft, source = Draft(), FREE
             if controller.free_part:
-                drafter.free_max = min(self.spec.draft_max, max(room, 0))
+                drafter.free_max = min(self.spec.draft_max, max(room, 0))  # type: ignore[attr-defined]
             if k > 0:
                 window = PROBE_WINDOW if controller.probing else None
                 if controller.free_only:  # paying does not pay: the drafter's free part alone
@@ -467,9 +469,9 @@ class SpeculativeDecoder:
             rows = target.logits_rows(len(batch))
             if heal_left or guard:
                 mask = self._heal_mask(heal_left, guard)
-                verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, mask))
+                verdict: Verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, mask))
             elif greedy:
-                verdict: Verdict = verify_greedy(rows, draft.tokens)
+                verdict = verify_greedy(rows, draft.tokens)
             else:
                 verdict = verify_sampled(rows, draft.tokens, draft.q, job.sampling, rng)
             t_verify = time.perf_counter() - t0

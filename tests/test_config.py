@@ -84,7 +84,8 @@ def test_defaults_with_no_config_at_all_are_the_demo(env):
     assert s.origin("model.ctx") == "built-in defaults"
     es = s.engine_settings()
     assert isinstance(es, EngineSettings)
-    assert es.target.path == DEMO_TARGET and es.draft.kind == "session" and es.draft.session_mb == 32 and es.draft.model is None
+    assert es.target.path == DEMO_TARGET
+    assert es.draft.kind == "session" and es.draft.session_mb == 32 and es.draft.model is None
 
 
 def test_settings_are_frozen(env):

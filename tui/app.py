@@ -26,16 +26,17 @@ from textual.widgets import Footer
 from watchfiles import Change
 
 from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
+from specterm.engine.settings import DraftKind
 
+from . import terminal_keys
 from .config import ConfigError, Settings, load_settings, user_config_path
 from .edit.flow import EditFlow
 from .engine_factory import make_engine
-from . import terminal_keys
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
-from .theming import Theming, theme_name
 from .themes import SpectermTheme
+from .theming import Theming, theme_name
 from .watch import FileWatcher
 from .widgets.chat import ChatPane
 from .widgets.completion import Completer, CompletionOptions
@@ -112,7 +113,8 @@ class SpectermApp(App[int]):
             event_sink=self._engine_event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
-        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats, suggestions=self.completer.log)
+        self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats,
+                                        suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
         self.edits = EditFlow(self)
         self._layout: tuple[bool, bool] | None = None
@@ -228,7 +230,9 @@ class SpectermApp(App[int]):
     async def _start_engine(self) -> None:
         sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
         try:
-            engine = self.engine = make_engine(self.settings, ui=True, on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
+            engine = self.engine = make_engine(
+                self.settings, ui=True,
+                on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
             await engine.start()
         except (EngineError, ConfigError) as err:
             self.status_model.state = "error"
@@ -281,7 +285,7 @@ class SpectermApp(App[int]):
         self.status_model.apply_event(kind, event, chat_running=self.chat.streaming)
         self.status_bar.mark_dirty()
 
-    async def action_switch_draft(self, kind: str) -> None:
+    async def action_switch_draft(self, kind: DraftKind) -> None:
         """Switch the drafter at run time: "session", "lookup", "none" or "model" (the configured
         draft). The session drafter keeps the configured memory cap."""
         if self.engine is None or not self.engine_ready.is_set():
@@ -295,7 +299,7 @@ class SpectermApp(App[int]):
                 return
         else:
             configured = self.settings.engine_settings().draft
-            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,  # type: ignore[arg-type]
+            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,
                                   session_store=configured.session_store)
         self.status_model.message = f"switching draft to {kind}"
         try:
@@ -549,7 +553,10 @@ class SpectermApp(App[int]):
             self.find_bar.close()
 
     def action_stats(self) -> None:
-        session = self.engine.session_stats() if self.engine is not None and self.engine_ready.is_set() else self.status_model.session
+        if self.engine is not None and self.engine_ready.is_set():
+            session = self.engine.session_stats()
+        else:
+            session = self.status_model.session
         self.push_screen(StatsScreen(session, list(self.acceptance_history), self.status_model))
 
     def action_insert_code_block(self) -> None:

@@ -19,7 +19,7 @@ import threading
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from specterm.engine.errors import EngineError, end_sentence
 
@@ -108,13 +108,13 @@ class OneLineParser(argparse.ArgumentParser):
     """Bad usage is one line on stderr and exit 2 (the usage block is in --help), like every other
     error a script may have to read."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     flags = global_flags()
-    parser = OneLineParser(
+    parser: argparse.ArgumentParser = OneLineParser(
         prog="specterm",
         parents=[flags],
         description="A terminal coding assistant for local GGUF models with speculative decoding.",
@@ -140,7 +140,7 @@ class _ScanFailed(Exception):
 class _Scanner(argparse.ArgumentParser):
     """Finds the command word without printing anything; the real parser reports errors."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _ScanFailed(message)
 
 

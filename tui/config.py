@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeGuard, get_type_hints
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,6 +35,7 @@ else:  # pragma: no cover - Python 3.10
 from specterm.engine.errors import EngineError, end_sentence
 from specterm.engine.settings import (
     DEMO_TARGET,
+    DraftKind,
     DraftSettings,
     EngineSettings,
     ModelSettings,
@@ -47,9 +48,14 @@ if TYPE_CHECKING:
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
-DRAFT_KEYWORDS = ("session", "lookup", "none")
+DRAFT_KEYWORDS: tuple[DraftKind, ...] = ("session", "lookup", "none")
 COMMAND_LINE = "the command line"
 BUILTIN_LABEL = "built-in defaults"
+
+
+def is_draft_keyword(value: str) -> TypeGuard[DraftKind]:
+    """A [model] draft value that names a drafter (DRAFT_KEYWORDS) rather than a file."""
+    return value in DRAFT_KEYWORDS
 
 
 class ConfigError(Exception):
@@ -365,8 +371,8 @@ class Settings:
             mlock=m.mlock,
         )
         d = self.draft
-        if m.draft in DRAFT_KEYWORDS:
-            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb,  # type: ignore[arg-type]
+        if is_draft_keyword(m.draft):
+            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb,
                                   session_store=d.session_store)
         else:
             draft = DraftSettings(

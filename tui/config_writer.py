@@ -13,7 +13,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, MutableMapping
 
 import tomlkit
 from tomlkit.exceptions import ParseError, TOMLKitError
@@ -117,7 +117,7 @@ def plan_edit(
             table = tomlkit.table()
             doc[section] = table
             table = doc[section]
-        elif not isinstance(table, Mapping):
+        elif not isinstance(table, MutableMapping):
             raise ConfigWriteError(
                 f"In {p}, {section} = {tomlkit.item(table).as_string()} is a value, not a table; "
                 f"specterm cannot set {section}.{next(iter(keys), '')} there.",

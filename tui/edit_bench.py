@@ -157,9 +157,9 @@ class EditBench:
                 "first_change_ms": None if run.first_change_s is None else round(run.first_change_s * 1000.0, 1),
                 "total_s": round(run.total_s, 3), "tokens": a.tokens,
                 "prompt_tokens_decoded": a.prompt_tokens_decoded,
-                "in_app_tokens_per_second": round(a.tokens_per_second, 1),
-                "headless_tokens_per_second": None if b is None else round(b.tokens_per_second, 1),
-                "acceptance": round(a.acceptance, 3), "same_text": same, "restored": run.restored,
+                "in_app_tokens_per_second": _round(a.tokens_per_second, 1),
+                "headless_tokens_per_second": None if b is None else _round(b.tokens_per_second, 1),
+                "acceptance": _round(a.acceptance, 3), "same_text": same, "restored": run.restored,
             })
         firsts = [r.first_change_s for r in runs if r.first_change_s is not None]
         in_rate = in_tokens / in_time if in_time else 0.0
@@ -175,6 +175,11 @@ class EditBench:
         }
 
 
+def _round(x: float | None, digits: int) -> float | None:
+    """round(), keeping None (nothing drafted: no acceptance; no time: no rate)."""
+    return None if x is None else round(x, digits)
+
+
 def run_edit_bench(settings: Settings, tasks: Sequence[BenchTask], opts: EditBenchOptions,
                    progress: Callable[[str], None] | None = None) -> dict:
     return asyncio.run(EditBench(settings, tasks, opts, progress).run())
@@ -186,8 +191,9 @@ def write_edit_bench(d: dict, out) -> None:
     for t in d["tasks"]:
         first = "-" if t["first_change_ms"] is None else f"{t['first_change_ms']:.0f}"
         head = "-" if t["headless_tokens_per_second"] is None else f"{t['headless_tokens_per_second']:.1f}"
+        app = "-" if t["in_app_tokens_per_second"] is None else f"{t['in_app_tokens_per_second']:.1f}"
         lines.append(f"{t['name'][:28]:<28} {t['region_lines']:>5} {t['typed_s']:>7.1f} {first:>8} "
-                     f"{t['total_s']:>7.2f} {t['tokens']:>5} {t['in_app_tokens_per_second']:>7.1f} {head:>8} "
+                     f"{t['total_s']:>7.2f} {t['tokens']:>5} {app:>7} {head:>8} "
                      f"{'yes' if t['same_text'] else 'no':>5}")
     first = d["first_change_ms"]
     lines.append("")

@@ -17,8 +17,8 @@ from .config import Settings
 if TYPE_CHECKING:
     from specterm.engine.llamacpp.local import LocalEngine
     from specterm.engine.protocol import Engine
-    from specterm.engine.settings import EngineSettings
     from specterm.engine.remote.engine import RemoteEngine
+    from specterm.engine.settings import EngineSettings
 
 ProgressFn = Callable[[str, float], None]
 

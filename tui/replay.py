@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import deque
 import random
 import shutil
 import tempfile
 import time
 import unicodedata
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable

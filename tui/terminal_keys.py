@@ -36,5 +36,5 @@ def install() -> None:
                 event = events.Key(f"alt+{event.key}", event.character)
             yield event
 
-    XTermParser._sequence_to_key_events = sequence_to_key_events
+    XTermParser._sequence_to_key_events = sequence_to_key_events  # type: ignore[method-assign]  # the patch
     _installed = True

@@ -11,6 +11,7 @@ gives way to the default at start.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from inspect import getfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -23,10 +24,15 @@ from textual.dom import DOMNode
 from textual.theme import Theme
 
 from .themes import (
-    ANSI_THEME, DEFAULT_THEME, SpectermTheme, ThemeError, builtin_theme_dir, load_theme_file, load_themes,
+    ANSI_THEME,
+    DEFAULT_THEME,
+    SpectermTheme,
+    ThemeError,
+    builtin_theme_dir,
+    load_theme_file,
+    load_themes,
     theme_files,
 )
-
 
 if TYPE_CHECKING:
     from .app import SpectermApp
@@ -110,7 +116,8 @@ class ThemeSet:
         """The theme named `wanted` (or the default, with an error saying so)."""
         name = theme_name(wanted)
         theme = self.themes.get(name) or self.themes.get(DEFAULT_THEME)
-        errors = [] if name in self.themes else [ThemeError(Path(name), f"no theme named {name!r}; using {DEFAULT_THEME}")]
+        errors = ([] if name in self.themes
+                  else [ThemeError(Path(name), f"no theme named {name!r}; using {DEFAULT_THEME}")])
         if theme is None:  # the shipped themes are missing: a broken install
             raise RuntimeError("specterm's built-in themes are missing; reinstall specterm")
         return theme, errors
@@ -168,7 +175,8 @@ class Theming:
         if self.apply(wanted):
             return
         default = self.set.themes[DEFAULT_THEME]
-        self.app.notify(f"Using {DEFAULT_THEME} instead of {wanted.name}.", title="Theme", severity="warning", timeout=12)
+        self.app.notify(f"Using {DEFAULT_THEME} instead of {wanted.name}.", title="Theme", severity="warning",
+                        timeout=12)
         if not self.apply(default):
             self._show(default)  # nothing better to fall back to: Textual's own error says the rest
 
@@ -199,8 +207,7 @@ class Theming:
             app._watch_theme(theme.name)  # same name, new colours (a reloaded file): re-apply
         else:
             app.theme = theme.name
-        if app.is_mounted:
-            app.editor_tabs.apply_theme(theme)
+        app.editor_tabs.apply_theme(theme)
 
     def switch(self, name: str) -> None:
         theme = self.set.themes.get(theme_name(name))
@@ -213,7 +220,7 @@ class Theming:
         """The one theme list: (title, help, switch) per theme, for the palette and the picker;
         either way a choice is applied and saved by `switch`."""
         return [(f"Theme: {name}", f"Switch to the {name} theme (saved to your config)",
-                 lambda name=name: self.switch(name)) for name in sorted(self.set.themes)]
+                 partial(self.switch, name)) for name in sorted(self.set.themes)]
 
     def reload(self) -> None:
         for err in self.set.load():

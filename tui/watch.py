@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import AbstractSet, Awaitable, Callable
 
 from watchfiles import Change, awatch
 
@@ -42,7 +42,8 @@ class FileWatcher:
         return self._listings
 
     def set_paths(
-        self, paths: set[Path], folders: set[Path] = frozenset(), *, listings: set[Path] = frozenset()
+        self, paths: AbstractSet[Path], folders: AbstractSet[Path] = frozenset(), *,
+        listings: AbstractSet[Path] = frozenset()
     ) -> None:
         """Watch `paths`, plus every `*.toml` in `folders` (so a new theme file is noticed too), plus
         entries created, deleted or renamed in `listings` (content changes there are not reported,

@@ -11,8 +11,8 @@ compares its tokens/s with specterm's directly.)
 Both get the prompt as the exact token ids specterm decoded, the same number of tokens to generate
 (what specterm's plain run emitted), greedy decoding, the same context and thread count, and a
 warm-up request first (for ngram-mod, whose pool outlives requests, a fresh server per measured run
-that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the server's own
-`predicted_per_second` (generation only, like specterm's).
+that has seen only the task's context and prompt); then plain and speculative requests alternate. Tokens/s is the
+server's own `predicted_per_second` (generation only, like specterm's).
 
 The servers get specterm's context size, so a context text longer than that (a whole module in a
 tasks file) goes in overlapping pieces that each fit: the session drafter reads it all into its
@@ -237,6 +237,7 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
                 if remembers:
                     fresh_spec(context, prompt)
                 else:
+                    assert spec_server is not None  # started above: one server for every task
                     for earlier in context:
                         spec_server.complete(earlier, 1)
                     spec_server.complete(prompt, n_predict)
@@ -247,6 +248,7 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
                 for r in range(repeat):
                     if remembers and r > 0:
                         fresh_spec(context, prompt)
+                    assert spec_server is not None  # started above or by fresh_spec
                     order = (plain_server, spec_server) if (r + i) % 2 == 0 else (spec_server, plain_server)
                     for srv in order:
                         (plain_runs if srv is plain_server else spec_runs).append(srv.complete(prompt, n_predict))
@@ -273,9 +275,9 @@ def compare(settings: EngineSettings, target_path: str, tasks: Sequence[tuple],
     except (RuntimeError, OSError, urllib.error.URLError, ValueError) as err:
         return {"skipped": f"llama-server failed: {err}", "program": what}
     finally:
-        for srv in (plain_server, spec_server):
-            if srv is not None:
-                srv.close()
+        for server in (plain_server, spec_server):
+            if server is not None:
+                server.close()
     return {"program": what, "binaries": str(folder), "repeat": repeat, "n_ctx": n_ctx, "tasks": rows,
             "skipped_tasks": skipped,
             "speedup": _r(geometric_mean(r["speedup"] for r in rows)),

@@ -33,7 +33,7 @@ import os
 import platform
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -259,7 +259,7 @@ class BenchReport:
         total = Stats()
         for _, c in self.tasks:
             total.merge(c.speculative)
-        out = {
+        out: dict[str, Any] = {
             "speedup": _r(geometric_mean(sp)),
             "speedup_min": _r(min(sp) if sp else None),
             "acceptance": _r(total.acceptance),
@@ -274,7 +274,8 @@ class BenchReport:
         by_kind: dict[str, list[float]] = {}
         for (task, _), r in zip(self.tasks, rows):
             by_kind.setdefault(task.kind, []).append(r["speedup"])
-        out["by_kind"] = {k: {"speedup": _r(geometric_mean(v)), "speedup_min": _r(min((x for x in v if x), default=None)),
+        out["by_kind"] = {k: {"speedup": _r(geometric_mean(v)),
+                              "speedup_min": _r(min((x for x in v if x), default=None)),
                               "tasks": len(v)} for k, v in by_kind.items()}
         out["num_drafts"] = total.num_drafts
         out["num_draft_tokens"] = total.drafted

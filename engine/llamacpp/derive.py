@@ -152,8 +152,8 @@ def read_gguf_summary(path: str | Path, *, what: str = "model") -> GgufSummary:
         raise ModelLoadError(f"The {what} file {path} has a damaged GGUF header.",
                              hint="Download the file again; it is corrupt or truncated.") from None
     ft = meta.get("general.file_type")
-    arch, name = meta.get("general.architecture"), meta.get("general.name")
-    return GgufSummary(p, arch if isinstance(arch, str) else None, name if isinstance(name, str) else None,
+    arch, model_name = meta.get("general.architecture"), meta.get("general.name")
+    return GgufSummary(p, arch if isinstance(arch, str) else None, model_name if isinstance(model_name, str) else None,
                        ft if isinstance(ft, int) else None, tuple(tensors))
 
 
@@ -180,7 +180,7 @@ def normalise_type(kind: str) -> str:
 def expected_bytes(summary: GgufSummary, kind: str) -> int:
     """About how large the copy will be: matrices at the new type, vectors (norms) kept in F32."""
     bits = BITS_BY_NAME[kind]
-    total = 0
+    total = 0.0
     for _, dims in summary.tensors:
         n = 1
         for d in dims:

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..edit_prompt import (INSTRUCTION_ROOM, OVERHEAD_TOKENS, EditPrompt, build_edit_prompt,
-                           default_max_tokens, fit_context)
+from ..edit_prompt import (
+    INSTRUCTION_ROOM,
+    OVERHEAD_TOKENS,
+    EditPrompt,
+    build_edit_prompt,
+    default_max_tokens,
+    fit_context,
+)
 from ..model import Model
 from ..requests import EditRequest
 

@@ -31,7 +31,6 @@ the full prefix back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..completion import cursor_in_indentation, prompt_budget, suffix_share
 from ..drafters import common_prefix
@@ -55,7 +54,7 @@ class FirstRead:
     """What bounds a completion's first read: the tokens the target's KV cache holds and what a
     read costs (`CostModel.read_cost`: seconds a read, and each token's, measured on prompt reads)."""
 
-    held: Sequence[int]
+    held: list[int]
     token_s: float
     fixed_s: float = 0.0
 
@@ -108,13 +107,13 @@ class _Layout:
         return FimPrompt(tokens, heal, self.stops, self.fim, cursor_in_indentation(self.req.prefix), warm=warm,
                          prefix_start=cut)
 
-    def held_start(self, held: Sequence[int]) -> int:
+    def held_start(self, held: list[int]) -> int:
         """Where the prefix window the KV cache holds begins in this request's prefix (its first
         whole lines found there), -1 when it holds another start or none."""
         n = len(self.lead)
-        if len(held) <= n or list(held[:n]) != self.lead:
+        if len(held) <= n or held[:n] != self.lead:
             return -1
-        text = self.model.detokenize(list(held[n:n + ANCHOR_TOKENS]))
+        text = self.model.detokenize(held[n:n + ANCHOR_TOKENS])
         lines = text[: text.rfind("\n") + 1]
         return self.req.prefix.find(lines) if lines.strip() else -1
 

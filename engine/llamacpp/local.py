@@ -18,30 +18,23 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import queue
-import threading
 import logging
 import math
+import queue
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import numpy as np
 
-from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
-from ..session_drafter import SessionDrafter
-from ..session_store import SessionStore
-from ..errors import EngineError, ModelLoadError
 from ..completion import Deadline, InlineStops, ended_completion
+from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..edit_drafter import Prediction, predicting
 from ..edit_prompt import EditText
-from .edit_prompt import build_edit_tokens
-from .fim_prompt import FirstRead, FimPrompt, build_fim_prompt
-from .model import Model, gpu_offload_supported, set_verbose
-from .derive import is_derived_pair
-from .pairing import check_pair
+from ..errors import EngineError, ModelLoadError
+from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
 from ..requests import (
     ChatRequest,
     CompletionRequest,
@@ -49,13 +42,21 @@ from ..requests import (
     EngineInfo,
     Event,
     Finished,
+    FinishReason,
     Request,
     StatsUpdate,
     TextDelta,
 )
+from ..session_drafter import SessionDrafter
+from ..session_store import SessionStore
 from ..settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
 from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
+from .derive import is_derived_pair
+from .edit_prompt import build_edit_tokens
+from .fim_prompt import FimPrompt, FirstRead, build_fim_prompt
+from .model import Model, gpu_offload_supported, set_verbose
+from .pairing import check_pair
 
 ProgressFn = Callable[[str, float], None]
 # While text streams, the caller's event loop is woken at most this often (`_Outbox`).
@@ -200,7 +201,7 @@ class _Job:
     request: Request
     sink: Callable[[Event], None]
     cancel: threading.Event = field(default_factory=threading.Event)
-    cancel_reason: str = "cancelled"
+    cancel_reason: FinishReason = "cancelled"
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -290,7 +291,7 @@ class LocalEngine:
             else:
                 deliver(_set_result, result)
 
-        def deliver(setter: Callable[[asyncio.Future, object], None], value: object) -> None:
+        def deliver(setter: Callable[[asyncio.Future, Any], None], value: object) -> None:
             try:
                 loop.call_soon_threadsafe(setter, fut, value)
             except RuntimeError:  # the caller's loop has closed: nobody waits (the worker goes on)
@@ -356,6 +357,7 @@ class LocalEngine:
         drafter = session_drafter(self.decoder.drafter)
         if drafter is None:
             return
+        tokens: np.ndarray | list[int]
         if isinstance(text, str):
             # Token ids as int32 arrays piece by piece: a list of 34k Python ints was 1.4 MB.
             tokens = np.concatenate(
@@ -533,7 +535,8 @@ class LocalEngine:
             return
         with self._lock:
             self._session.merge(result.stats)
-        job.sink(Finished(result.reason, result.text, result.stats))
+        # the loop's reasons are plain str until its rewrite (issue 34 item 2) types them
+        job.sink(Finished(result.reason, result.text, result.stats))  # type: ignore[arg-type]
 
     # -- the synchronous core (engine thread, or direct use by headless commands) ---------------
     def run(
@@ -558,7 +561,7 @@ class LocalEngine:
         heal = b""
         keep_indent = False
         stop_tokens: frozenset[int] = frozenset()
-        check_text = None
+        check_text: Callable[[str], str | None] | None = None
         deadline: Deadline | None = None
         first_rank = 0
         edit: EditText | None = None

@@ -14,12 +14,10 @@ import struct
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 import llama_cpp as lc
+import numpy as np
 
 from ..errors import ContextOverflowError, ModelLoadError
 from ..model import FimTokens
@@ -128,14 +126,27 @@ def check_gguf_file(path: str, *, what: str = "model") -> None:
 class Model:
     """A loaded GGUF model plus one llama.cpp context (not thread-safe: one owner thread)."""
 
+    # Set by load(); n_ctx and n_batch only when the model has a context (not vocab_only).
+    settings: ModelSettings
+    path: str
+    name: str
+    vocab_only: bool
+    vocab_size: int
+    n_ctx: int
+    n_batch: int
+
     def __init__(self) -> None:  # use Model.load()
-        self._model = None
-        self._ctx = None
-        self._batch = None
+        self._model: lc.llama_model_p | None = None
+        self._ctx: lc.llama_context_p | None = None
+        self._batch: lc.llama_batch | None = None
+        self._vocab: lc.llama_vocab_p | None = None
+        self._mem: lc.llama_memory_t | None = None
+        self._pieces: list[bytes] | None = None
         self._pad = 0  # padding rows of the last decode (see decode's pad_to)
         self.device_s = 0.0  # in llama_decode and its synchronize (Model protocol)
         self._closed = True
-        self._state_buf = None  # reused by adopt_cache (allocating it each time costs more than the copy)
+        # reused by adopt_cache (allocating it each time costs more than the copy)
+        self._state_buf: np.ndarray | None = None
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -167,7 +178,6 @@ class Model:
         self._closed = False
         self._vocab = lc.llama_model_get_vocab(model)
         self.vocab_size = lc.llama_vocab_n_tokens(self._vocab)
-        self._pieces: list[bytes] | None = None
         if vocab_only:
             return self
 
@@ -483,10 +493,11 @@ class Model:
         if logits_from is None:
             logits_from = n_real - 1
         b = self._batch
+        assert b is not None, "decode on a model without a context"
         b.n_tokens = n
         for i, tok in enumerate(tokens):
             b.token[i] = tok
-            b.pos[i] = start_pos + i
+            b.pos[i] = start_pos + i  # type: ignore[call-overload]  # llama_cpp annotates pos as an array of arrays
             b.n_seq_id[i] = 1
             b.seq_id[i][0] = 0
             b.logits[i] = 1 if i >= logits_from else 0
@@ -555,6 +566,7 @@ class Model:
         size = self.reserve_adoption(source)
         if size <= 0:
             return False
+        assert self._state_buf is not None  # sized by reserve_adoption
         buf = self._state_buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
         got = lc.llama_state_seq_get_data(source._ctx, buf, size, 0)
         self.clear()

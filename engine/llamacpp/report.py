@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EngineError, PairingError
-from .memory import model_kv_cache_bytes, system_ram
 from ..settings import DEMO_TARGET, EngineSettings, ModelSettings
+from .memory import model_kv_cache_bytes, system_ram
 
+if TYPE_CHECKING:
+    from .model import Model
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
         if target_model is not None and draft_model is not None:
             from .derive import is_derived_pair
 
-            derived = is_derived_pair(target_settings.path, settings.draft.model.path)
+            derived = is_derived_pair(target_model.path, draft_model.path)
             from .pairing import check_pair
 
             try:
@@ -185,7 +187,7 @@ def _is_demo(path: str) -> bool:
         return False
 
 
-def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model | None
+def _load(settings: ModelSettings, what: str, problems: list[str]) -> Model | None:
     from .model import Model
 
     try:
@@ -195,7 +197,7 @@ def _load(settings: ModelSettings, what: str, problems: list[str]):  # -> Model 
         return None
 
 
-def _describe(model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
+def _describe(model: Model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
     n_layer = model.n_layer
     n_ctx_train = model.n_ctx_train
     ctx = settings.ctx if settings.ctx > 0 else n_ctx_train

@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalogue import ModelFile
 from ..errors import EngineError, ModelLoadError
 from ..settings import ModelSettings
+from .catalogue import ModelFile
 
 
 class OfflineError(EngineError):
@@ -66,10 +66,9 @@ def download(mf: ModelFile, *, force: bool = False, progress: bool | None = None
     Partial downloads resume. `progress=None` shows huggingface_hub's progress bar only when
     stderr is a terminal. Raises OfflineError or DownloadError with a user-facing message.
     """
+    from huggingface_hub import errors as hf_errors
     from huggingface_hub import hf_hub_download
     from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
-    from huggingface_hub import errors as hf_errors
-
     from huggingface_hub.utils import logging as hf_logging
 
     show = sys.stderr.isatty() if progress is None else progress

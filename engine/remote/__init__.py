@@ -1,1 +1,4 @@
-"""The OpenAI-compatible HTTP backend (llama-server, vLLM, llama_cpp.server): engine, server statistics, doctor. Never loads llama.cpp."""
+"""The OpenAI-compatible HTTP backend (llama-server, vLLM, llama_cpp.server). Never loads llama.cpp.
+
+Engine, server statistics, doctor.
+"""

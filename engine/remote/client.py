@@ -19,8 +19,8 @@ from .settings import RemoteSettings
 T = TypeVar("T")
 
 TUNNEL_HINT = (
-    "Start the server (e.g. `llama-server -m target.gguf --spec-type draft-simple --spec-draft-model draft.gguf --port 8080`)"
-    " or fix [engine] url / --url. For a server on another machine, "
+    "Start the server (e.g. `llama-server -m target.gguf --spec-type draft-simple --spec-draft-model draft.gguf "
+    "--port 8080`) or fix [engine] url / --url. For a server on another machine, "
     "`ssh -N -L 8080:127.0.0.1:8080 gpu-box` makes it http://127.0.0.1:8080 here."
 )
 
@@ -28,7 +28,7 @@ TUNNEL_HINT = (
 def _chain(exc: BaseException):
     """`exc`, its causes and contexts, and the members of exception groups, each once."""
     seen: set[int] = set()
-    todo = [exc]
+    todo: list[BaseException | None] = [exc]
     while todo:
         cur = todo.pop()
         if cur is None or id(cur) in seen:

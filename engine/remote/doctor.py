@@ -100,8 +100,8 @@ class RemoteReport:
         out.write(f"  {'model':<12}{srv.model}{ctx}\n")
         if len(srv.models) > 1:
             out.write(f"  {'also serves':<12}{', '.join(m for m in srv.models if m != srv.model)}\n")
-        drafting = self.drafting
-        out.write(f"  {'drafting':<12}{'unknown (not reported by server)' if drafting is None else ('yes' if drafting else 'no')}\n")
+        drafting = "unknown (not reported by server)" if self.drafting is None else ("yes" if self.drafting else "no")
+        out.write(f"  {'drafting':<12}{drafting}\n")
         out.write(f"  {'edits':<12}{EDITS_NOTE}\n")
         rt = self.round_trip
         if rt is not None:

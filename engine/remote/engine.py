@@ -51,8 +51,15 @@ from ..completion import (
     prompt_budget,
     without_cursor_indentation,
 )
-from ..edit_prompt import (INSTRUCTION_ROOM, OVERHEAD_TOKENS, EditText, build_edit_prompt,
-                           default_max_tokens, fence_for, fit_context)
+from ..edit_prompt import (
+    INSTRUCTION_ROOM,
+    OVERHEAD_TOKENS,
+    EditText,
+    build_edit_prompt,
+    default_max_tokens,
+    fence_for,
+    fit_context,
+)
 from ..errors import BackendUnavailableError, EngineError
 from ..requests import (
     ChatRequest,
@@ -266,8 +273,9 @@ class RemoteEngine:
         assert self.server is not None
         model = self.server.model
         common = {"stream": True, **self._sampling_fields(request.sampling)}
-        if getattr(request, "stop", ()):
-            common["stop"] = list(request.stop)
+        stop = getattr(request, "stop", ())
+        if stop:
+            common["stop"] = list(stop)
         if isinstance(request, EditRequest):
             messages, max_tokens = self._edit_messages(request)
             body = {"model": model, "messages": messages, "max_tokens": max_tokens, **common, **self._extras()}
@@ -308,7 +316,8 @@ class RemoteEngine:
         region = estimate_tokens(request.region)
         max_tokens = request.max_tokens or default_max_tokens(region)
         n_ctx = (self.server.n_ctx if self.server else None) or self.settings.n_ctx
-        room = n_ctx - max_tokens - region - max(INSTRUCTION_ROOM, estimate_tokens(request.instruction)) - OVERHEAD_TOKENS
+        instruction = max(INSTRUCTION_ROOM, estimate_tokens(request.instruction))
+        room = n_ctx - max_tokens - region - instruction - OVERHEAD_TOKENS
         prompt = build_edit_prompt(request, *fit_context(request, room, estimate_tokens))
         return [{"role": "user", "content": prompt.message()}], max_tokens
 
@@ -428,8 +437,8 @@ class RemoteEngine:
                 await asyncio.sleep(wait)
 
     async def _one_attempt(self, request: Request, run: _Run, state: ReplyState) -> AsyncIterator[Event]:
-        is_fim = isinstance(request, CompletionRequest)
-        deadline = Deadline(request) if is_fim else None
+        fim = request if isinstance(request, CompletionRequest) else None
+        deadline = Deadline(fim) if fim is not None else None
 
         def time_left() -> float | None:
             return None if deadline is None else deadline.left()
@@ -442,7 +451,7 @@ class RemoteEngine:
             yield Finished(reason="cancelled" if opened is _CANCELLED else "time", text="", stats=stats)
             return
         run.response = opened.response
-        stops = InlineStops(request) if is_fim else None
+        stops = InlineStops(fim) if fim is not None else None
         # an edit's answer made clean as it streams (its fences dropped; the closing one ends it)
         edit = EditText(request.region, fence_for(request.region, request.before, request.after), request.after) \
             if isinstance(request, EditRequest) else None
@@ -472,7 +481,8 @@ class RemoteEngine:
                 try:
                     chunk = parse_chunk(payload)
                 except MalformedChunk as exc:
-                    reason, error = self._failed(state, f"the server at {self.root} sent a reply specterm cannot read ({exc})")
+                    reason, error = self._failed(
+                        state, f"the server at {self.root} sent a reply specterm cannot read ({exc})")
                     break
                 if "error" in chunk:
                     msg = error_text(json.dumps(chunk).encode())
@@ -510,7 +520,7 @@ class RemoteEngine:
         delta_counters = after.minus(before) if (after is not None and before is not None) else None
         stats = self._stats(state, delta_counters)
         self._session.merge(stats)
-        text = ended_completion(state.text, request, reason) if is_fim else state.text
+        text = ended_completion(state.text, fim, reason) if fim is not None else state.text
         if edit is not None:
             tail = edit.finish()
             if tail:
@@ -521,7 +531,8 @@ class RemoteEngine:
     def _failed(self, state: ReplyState, message: str) -> tuple[FinishReason, str]:
         """A reply the server broke: an error before any text; after some, the text is kept."""
         if not state.text:
-            raise BackendUnavailableError(message, hint="The server's log says more; send the request again once it is fixed.")
+            raise BackendUnavailableError(
+                message, hint="The server's log says more; send the request again once it is fixed.")
         return "error", f"{message}; the partial reply is kept"
 
     def _ended(self, state: ReplyState, framer: SseFramer) -> tuple[FinishReason, str | None]:

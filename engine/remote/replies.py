@@ -51,7 +51,7 @@ class ReplyState:
             if chunk.get("stop"):
                 self.done = True
                 stop_type = chunk.get("stop_type")
-                self.reason = {"limit": "length", "word": "stop"}.get(str(stop_type), "eos")
+                self.reason = "length" if stop_type == "limit" else "stop" if stop_type == "word" else "eos"
             return str(chunk.get("content") or "")
         choices = chunk.get("choices") or []
         if not choices or not isinstance(choices[0], dict):

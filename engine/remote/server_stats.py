@@ -216,15 +216,15 @@ def spec_counters(
                 continue
             acc["pos"][pos] = acc["pos"].get(pos, 0.0) + s.value
     for prefix in SPEC_PREFIXES:
-        acc = found.get(prefix)
-        if acc and acc["seen"]:
-            pos: dict[int, float] = acc["pos"]
-            per_pos = tuple(pos.get(i, 0.0) for i in range(max(pos) + 1)) if pos else ()
+        counts = found.get(prefix)
+        if counts and counts["seen"]:
+            by_pos: dict[int, float] = counts["pos"]
+            per_pos = tuple(by_pos.get(i, 0.0) for i in range(max(by_pos) + 1)) if by_pos else ()
             return SpecCounters(
                 source=prefix.rstrip(":"),
-                drafts=acc["drafts"],
-                draft_tokens=acc["draft"],
-                accepted_tokens=acc["accepted"],
+                drafts=counts["drafts"],
+                draft_tokens=counts["draft"],
+                accepted_tokens=counts["accepted"],
                 accepted_per_position=per_pos,
             )
     return None

@@ -61,6 +61,8 @@ kind_toml = {
 }
 
 REMOTE = ["--backend", "openai"]
+# A remote backend where nothing listens (the discard port): these cases fail before any request.
+NO_SERVER = [*REMOTE, "--url", "http://127.0.0.1:9"]
 
 # id -> (argv with {f} for the made path, what to make, needle in the one line)
 CASES: dict[str, tuple[list[str], str | None, str]] = {
@@ -83,22 +85,22 @@ CASES: dict[str, tuple[list[str], str | None, str]] = {
     "config missing": (["generate", "--prompt", "x", "--config", "{f}"], None, "not found"),
     "config not utf-8": (["generate", "--prompt", "x", "--config", "{f}"], "latin1.py", "not a UTF-8"),
     "config unreadable": (["generate", "--prompt", "x", "--config", "{f}"], "unreadable.py", "cannot read"),
-    "complete a folder": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "folder", "is a folder"),
-    "complete missing file": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], None, "no such file"),
-    "complete binary": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "binary.py", "binary file"),
-    "complete huge": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "huge.py", "too large"),
-    "complete unreadable": (["complete", "{f}:1:1", *REMOTE, "--url", "http://127.0.0.1:9"], "unreadable.py", "cannot read"),
-    "complete line past end": (["complete", "{f}:9:1", *REMOTE, "--url", "http://127.0.0.1:9"], "ok.py", "past the end"),
-    "complete column past end": (["complete", "{f}:1:99", *REMOTE, "--url", "http://127.0.0.1:9"], "ok.py", "past the end"),
+    "complete a folder": (["complete", "{f}:1:1", *NO_SERVER], "folder", "is a folder"),
+    "complete missing file": (["complete", "{f}:1:1", *NO_SERVER], None, "no such file"),
+    "complete binary": (["complete", "{f}:1:1", *NO_SERVER], "binary.py", "binary file"),
+    "complete huge": (["complete", "{f}:1:1", *NO_SERVER], "huge.py", "too large"),
+    "complete unreadable": (["complete", "{f}:1:1", *NO_SERVER], "unreadable.py", "cannot read"),
+    "complete line past end": (["complete", "{f}:9:1", *NO_SERVER], "ok.py", "past the end"),
+    "complete column past end": (["complete", "{f}:1:99", *NO_SERVER], "ok.py", "past the end"),
     "complete bad location": (["complete", "{f}:x:1"], "ok.py", "whole numbers"),
     "complete zero line": (["complete", "{f}:0:1"], "ok.py", "1-based"),
     "complete no location": (["complete"], None, "required"),
-    "prompt-file a folder": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "folder", "is a folder"),
-    "prompt-file missing": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], None, "no such file"),
-    "prompt-file binary": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "binary.py", "binary file"),
-    "prompt-file huge": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "huge.py", "too large"),
-    "prompt-file unreadable": (["generate", "--prompt-file", "{f}", *REMOTE, "--url", "http://127.0.0.1:9"], "unreadable.py", "cannot read"),
-    "empty prompt": (["generate", "--prompt", "", *REMOTE, "--url", "http://127.0.0.1:9"], None, "empty"),
+    "prompt-file a folder": (["generate", "--prompt-file", "{f}", *NO_SERVER], "folder", "is a folder"),
+    "prompt-file missing": (["generate", "--prompt-file", "{f}", *NO_SERVER], None, "no such file"),
+    "prompt-file binary": (["generate", "--prompt-file", "{f}", *NO_SERVER], "binary.py", "binary file"),
+    "prompt-file huge": (["generate", "--prompt-file", "{f}", *NO_SERVER], "huge.py", "too large"),
+    "prompt-file unreadable": (["generate", "--prompt-file", "{f}", *NO_SERVER], "unreadable.py", "cannot read"),
+    "empty prompt": (["generate", "--prompt", "", *NO_SERVER], None, "empty"),
     "target is a folder": (["generate", "--prompt", "x", "--target", "{f}"], "folder", "names a folder"),
     "target missing": (["generate", "--prompt", "x", "--target", "{f}"], None, "does not exist"),
     "draft missing": (["generate", "--prompt", "x", "--draft", "{f}"], None, "does not exist"),

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from cli_sandbox import Sandbox, assert_clean_error
-
 from test_cli_commands import STATS_KEYS
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"

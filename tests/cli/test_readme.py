@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_sandbox import Sandbox
-
 from specterm.tui.config import _flatten_file, parse_layer
+
+from cli_sandbox import Sandbox
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,8 +8,17 @@ import statistics
 import pytest
 
 from specterm.engine import (
-    ChatMessage, ChatRequest, CompletionRequest, DraftSettings, EngineSettings, Finished,
-    GenerateRequest, ModelSettings, SpeculativeSettings, StatsUpdate, TextDelta,
+    ChatMessage,
+    ChatRequest,
+    CompletionRequest,
+    DraftSettings,
+    EngineSettings,
+    Finished,
+    GenerateRequest,
+    ModelSettings,
+    SpeculativeSettings,
+    StatsUpdate,
+    TextDelta,
 )
 from specterm.engine.llamacpp.local import STREAM_WAKE_S, LocalEngine
 

@@ -565,7 +565,7 @@ def test_one_slow_first_batched_pass_does_not_price_probing_out_for_good():
     c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
     first = True
     lengths = []
-    for request in range(4):
+    for _ in range(4):
         c.new_request(128)
         for _ in range(128):
             k = c.fit_draft(c.next_length(), 4)

@@ -19,7 +19,8 @@ from specterm.engine.llamacpp.model import Model
 
 from test_fidelity import greedy_trace
 
-CTX = 2048  # the engine fixture's context (tests/engine/conftest.py); `conftest` is not importable by name in a whole-suite run
+# The engine fixture's context (tests/engine/conftest.py); `conftest` is not importable by name in a whole-suite run.
+CTX = 2048
 
 EDITS = [
     EditRequest(instruction="Rename the variable `values` to `items`.", region=_SEARCH, path="search.py"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import gguf
 import pytest
-from ggufs import FIM_MID, FIM_PAD, FIM_PRE, FIM_SUF, copy_gguf
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.llamacpp.fim_prompt import SNIPPET, build_fim_prompt
 from specterm.engine.llamacpp.model import Model
+
+from ggufs import FIM_MID, FIM_PAD, FIM_PRE, FIM_SUF, copy_gguf
 
 FIM_REP, FIM_SEP = 8, 9
 

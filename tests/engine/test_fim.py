@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.completion import InlineStops, drop_suffix_repeat, finish_completion, worth_caching
 from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.speculative import HealIndex
+
+from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 
 def test_fim_prompt_uses_the_models_own_tokens_and_keeps_text_nearest_the_cursor(models):
@@ -38,7 +39,7 @@ def test_fim_model_completes_in_the_middle(models, engine_factory):
     req = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n\nprint(add(1, 2))\n",
                             max_tokens=16)
     result = eng.run(req)
-    text, reason, stats = result.text, result.reason, result.stats
+    reason, stats = result.reason, result.stats
     assert stats.tokens >= 1 and reason in ("eos", "stop", "length")
     assert eng.info.fim
 

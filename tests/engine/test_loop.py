@@ -66,7 +66,7 @@ def test_prefix_reuse_decodes_only_the_new_suffix(models, engine_factory):
 
 def test_same_prompt_twice_reuses_everything_but_the_last_token(models, engine_factory):
     eng = engine_factory(models.demo, "none")
-    a = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4)).stats
+    eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4))
     result = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=4))
     text_b, b = result.text, result.stats
     assert b.prompt_tokens_decoded == 1
@@ -93,7 +93,7 @@ def test_stop_string_ends_generation_and_is_not_emitted(models, engine_factory):
     pieces: list[str] = []
     result = eng.run(
         GenerateRequest(prompt=PROMPT, max_tokens=40, stop=(stop,)), on_text=pieces.append)
-    text, reason, stats = result.text, result.reason, result.stats
+    text, reason = result.text, result.reason
     assert reason == "stop"
     assert stop not in text
     assert "".join(pieces) == text

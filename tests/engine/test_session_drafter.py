@@ -10,8 +10,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from specterm.engine import (DraftSettings, EngineSettings, GenerateRequest, ModelSettings,
-                             SamplingSettings, SpeculativeSettings, Stats)
+from specterm.engine import (
+    DraftSettings,
+    EngineSettings,
+    GenerateRequest,
+    ModelSettings,
+    SamplingSettings,
+    SpeculativeSettings,
+    Stats,
+)
 from specterm.engine.llamacpp.local import LocalEngine
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.session_drafter import SessionDrafter
@@ -163,7 +170,7 @@ def test_greedy_output_equals_plain_output(models, traces, hybrid):
     try:
         by: Counter = Counter()
         total = Stats()
-        for rnd in range(2):  # the second round drafts from the session's memory of the first
+        for _ in range(2):  # the second round drafts from the session's memory of the first
             for prompt in PROMPTS:
                 result = eng.run(GenerateRequest(prompt=prompt, max_tokens=48))
                 plain, gaps = traces[prompt]

@@ -46,8 +46,8 @@ def test_diff_shows_exactly_the_changed_lines(tmp_path):
     path.write_text(USER_FILE)
     diff = plan_edit(path, PAIR).diff()
     assert diff.startswith(f"--- {path}\n+++ {path}\n")
-    removed = [l for l in diff.splitlines() if l.startswith("-") and not l.startswith("---")]
-    added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert removed == ['-target = "/models/old-target.gguf"  # keep this comment']
     assert added == ['+target = "/hf/new-target.gguf"  # keep this comment',
                      '+draft = "/hf/new-draft.gguf"']

@@ -7,8 +7,8 @@ import tomllib
 
 import pytest
 
-from pull_support import DRAFT_FILE, DRAFT_REPO, PAIR, TARGET_FILE, TARGET_REPO
 from pull_fake_hub import COMMIT, FakeHub
+from pull_support import DRAFT_FILE, DRAFT_REPO, PAIR, TARGET_FILE, TARGET_REPO
 
 
 @pytest.fixture

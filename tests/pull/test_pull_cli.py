@@ -7,8 +7,7 @@ import pty
 import subprocess
 import tomllib
 
-from pull_support import (DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO,
-                      specterm_executable)
+from pull_support import DRAFT_FILE, DRAFT_REPO, MISMATCHED_TOKEN, PAIR, TARGET_FILE, TARGET_REPO, specterm_executable
 
 
 def cache_pair(sandbox, tiny, *, target=None, draft=None):

@@ -67,7 +67,8 @@ def llama_server_bin() -> str:
     return str(exe)
 
 
-def _llama_server(binary: str, target: str, draft: str | None, tmp: Path, *, key: str | None = API_KEY) -> ServerProcess:
+def _llama_server(binary: str, target: str, draft: str | None, tmp: Path, *,
+                  key: str | None = API_KEY) -> ServerProcess:
     port = free_port()
     argv = [binary, "-m", target, "--host", "127.0.0.1", "--port", str(port),
             "-c", "1024", "-t", "1", "-np", "1", "--metrics", "--slots", "--no-warmup"]

@@ -109,7 +109,8 @@ async def test_timings_agree_with_the_servers_prometheus_counters(llama_server):
 async def test_chat_streams_with_draft_statistics(llama_server):
     engine = RemoteEngine(settings(llama_server.url))
     try:
-        events = await run(engine, ChatRequest(messages=(ChatMessage("user", "Write a Python hello world."),), max_tokens=32))
+        events = await run(engine, ChatRequest(messages=(ChatMessage("user", "Write a Python hello world."),),
+                                               max_tokens=32))
         done = events[-1]
         assert sum(isinstance(e, TextDelta) for e in events) >= 2
         assert done.text and done.stats.acceptance_reported and done.stats.tokens > 0

@@ -118,7 +118,6 @@ def test_the_safe_estimate_never_undercounts_code(demo_model):
 
     import specterm.engine as pkg
     from specterm.engine.completion import estimate_tokens
-
     from specterm.engine.llamacpp.model import Model
 
     vocab = Model.load(ModelSettings(path=demo_model), vocab_only=True, what="demo model")

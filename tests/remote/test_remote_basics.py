@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from specterm.engine import BackendUnavailableError, EngineError, GenerateRequest
-from specterm.engine import CompletionRequest
+from specterm.engine import BackendUnavailableError, CompletionRequest, EngineError, GenerateRequest
 from specterm.engine.completion import InlineStops, finish_completion
 from specterm.engine.remote.engine import RemoteEngine, RemoteSettings, normalise_url
 from specterm.engine.remote.templates import fill_template, fim_template_for

@@ -178,5 +178,6 @@ def test_one_request_is_the_difference_of_two_scrapes():
 
 def test_server_restart_between_scrapes_takes_the_new_counts():
     before = spec_counters(VLLM_PAGE)
-    restarted = SpecCounters(source="vllm", drafts=3, draft_tokens=12, accepted_tokens=7, accepted_per_position=(3, 2, 1, 1))
+    restarted = SpecCounters(source="vllm", drafts=3, draft_tokens=12, accepted_tokens=7,
+                             accepted_per_position=(3, 2, 1, 1))
     assert restarted.minus(before) == restarted

@@ -46,8 +46,14 @@ def _read(tokens: int, decoded: int, seconds: float):
 
 
 def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
-    from specterm.tui.widgets.completion import (MIN_WINDOW_CHARS, PREFIX_CHARS, READ_BUDGET_S,
-                                                 CompletionOptions, Completer, PrefixWindow)
+    from specterm.tui.widgets.completion import (
+        MIN_WINDOW_CHARS,
+        PREFIX_CHARS,
+        READ_BUDGET_S,
+        Completer,
+        CompletionOptions,
+        PrefixWindow,
+    )
 
     w = PrefixWindow()
     assert w.chars == PREFIX_CHARS  # nothing measured yet: the full window

@@ -8,8 +8,8 @@ import asyncio
 
 from specterm.tui.engine_factory import ui_spare_cores
 from specterm.tui.widgets.completion import MIN_WINDOW_CHARS, READ_BUDGET_S, WINDOW_STEP_CHARS
-from specterm.tui.widgets.ghost import PREFIX_CHARS
 from specterm.tui.widgets.editor import CodeEditor
+from specterm.tui.widgets.ghost import PREFIX_CHARS
 
 from .conftest import CURSOR_AFTER_DEF, fresh_completion, make_app, user_requests, wait_for
 

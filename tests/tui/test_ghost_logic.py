@@ -90,7 +90,7 @@ def test_every_live_ghost_is_a_prefix_of_the_finished_text():
         req = CompletionRequest(prefix=prefix, suffix=suffix, max_lines=max_lines)
         line_after, *rest = suffix.split("\n")
 
-        def drawn(text: str) -> str:  # what the editor draws for a text at this cursor
+        def drawn(text: str, line_after: str = line_after, rest: list[str] = rest) -> str:  # drawn at this cursor
             return visible_ghost(text, line_after, rest)
 
         final = drawn(finish_completion(streamed, req))

@@ -10,7 +10,6 @@ import shutil
 import stat
 
 import pytest
-
 from textual import events
 from textual.keys import _character_to_key
 

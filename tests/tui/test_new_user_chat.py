@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-
 from textual.widgets import Button, HelpPanel, Input, Markdown
 from textual.widgets._markdown import MarkdownFence
 from textual.widgets._toast import Toast

@@ -39,15 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from textual import events
 from textual.geometry import Offset, Size
 from textual.keys import _character_to_key
 
 from specterm.tui.screens.choice import ChoiceScreen
 from specterm.tui.textfile import decode, read_text
-from specterm.tui.theming import stylesheet_problem
 from specterm.tui.themes import builtin_theme_dir
+from specterm.tui.theming import stylesheet_problem
 from specterm.tui.widgets.editor_tabs import OpenFile
 from specterm.tui.widgets.indentation import dedent_to
 
@@ -602,7 +601,8 @@ class Walk:
         goes on with every buffer's text, X applied, and X saved as a theme that loads."""
         app = self.app
         shipped = builtin_theme_dir().resolve()
-        names = sorted(n for n, t in app.themes.items() if t.source is not None and t.source.parent.resolve() == shipped)
+        names = sorted(n for n, t in app.themes.items()
+                       if t.source is not None and t.source.parent.resolve() == shipped)
         name = self.rng.choice(names)
         dirty = [f.file.path.name for f in app.editor_tabs.files.values() if f.unsaved]
         self.count(f"theme {name} unsaved {dirty}")
@@ -703,7 +703,6 @@ class Walk:
     async def write_outside(self, open_file: OpenFile) -> None:
         """Another program writes other content at the file's path (Latin-1 for the Latin-1 file):
         a clean buffer reloads it; one with edits, or whose file was deleted, may ask first."""
-        app = self.app
         path = open_file.file.path
         old = self.disk.get(path)
         text = f"# written outside {self.rng.randrange(10**9)}\n" + (text_of(old) if isinstance(old, bytes) else "")
@@ -747,7 +746,10 @@ async def run_walk(app, pilot, walk: Walk, events_count: int, label: str) -> Non
             # a dialog pushed during the event (a save's "Overwrite?") takes its focus when the
             # screen resumes, a few messages later
             await wait_for(pilot, lambda: app.focused is not None, timeout=5)
-        assert app.is_running and app.focused is not None, f"{label}: event {index} ({walk.history[-3:]}): the focus is gone; size {app.size} tree {app.file_tree.display} chat {app.chat.display} active {app.active_file and app.active_file.file.path.name} screen {app.screen!r}"
+        assert app.is_running and app.focused is not None, (
+            f"{label}: event {index} ({walk.history[-3:]}): the focus is gone; size {app.size} "
+            f"tree {app.file_tree.display} chat {app.chat.display} "
+            f"active {app.active_file and app.active_file.file.path.name} screen {app.screen!r}")
         if index % 50 == 0:
             walk.check_disk()
     try:

@@ -21,7 +21,8 @@ async def take_screenshot(app, pilot, count: int) -> tuple[str, str]:
     return screenshot_notices(app)[count - 1]
 
 
-async def test_screenshot_goes_to_a_folder_that_exists_and_says_where(project, settings_for, env, tmp_path, monkeypatch):
+async def test_screenshot_goes_to_a_folder_that_exists_and_says_where(project, settings_for, env, tmp_path,
+                                                                       monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)

@@ -66,7 +66,7 @@ async def test_every_shipped_theme_loads_with_unsaved_work_open(project, setting
             if name != app.theme:
                 commands = {c.title: c for c in app.get_system_commands(app.screen)}
                 commands[f"Theme: {name}"].callback()
-            await wait_for(pilot, lambda: app.theme == name, timeout=10)
+            await wait_for(pilot, lambda name=name: app.theme == name, timeout=10)
             await pilot.pause(0.2)  # the stylesheet refresh runs after the switch
             assert app.is_running, f"the app stopped on theme {name}"
             assert not [m for m in messages(app) if "cannot be used" in m], name

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from textual import events
 from textual.widgets import Input
 

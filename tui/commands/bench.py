@@ -89,7 +89,8 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     from specterm.engine.bench import MAX_PAIRS  # light: a constant (runner.py imports numpy)
 
     p = subparsers.add_parser(
@@ -473,7 +474,8 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"--replay {args.replay}: the file is empty; there is nothing to type.")
     if "\x00" in text:
         raise UsageError(f"--replay {args.replay}: not a text file (it holds NUL bytes).")
-    from ..replay import DEFAULT_CPS, ReplayOptions, run_replay as replay
+    from ..replay import DEFAULT_CPS, ReplayOptions
+    from ..replay import run_replay as replay
 
     opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
     return _in_app(args, settings, "replay",
@@ -503,7 +505,8 @@ def _in_app(args: argparse.Namespace, settings: Settings, label: str,
 def run_edits(args: argparse.Namespace, settings: Settings) -> int:
     """`bench --edits FILE`: the app makes each edit task; see tui/edit_bench.py."""
     if args.paths or args.tasks_file or args.sweep or args.compare_llama_cpp or args.full:
-        raise UsageError("bench: --edits FILE runs alone (no PATHS, --tasks-file, --sweep, --full or --compare-llama-cpp).")
+        raise UsageError("bench: --edits FILE runs alone "
+                         "(no PATHS, --tasks-file, --sweep, --full or --compare-llama-cpp).")
     from specterm.engine.bench.tasks import TasksFileError, parse_tasks_file
 
     text = read_user_text(Path(args.edits), f"--edits {args.edits}")
@@ -549,16 +552,21 @@ def write_replay(d: dict, out: TextIO) -> None:
         f"complete suggestion             {ms('complete_ms')}",
         f"next suggestion after accept    {ms('after_accept_ms')}; {d['accepts_without_next']} accept(s) with none; "
         f"{d['accept_probes']} probe(s): Tab on a suggestion the file does not want, then taken back",
-        f"first suggestion after a jump   {ms('after_jump_ms')} (a region's start: a new place to read; {d['jumps']} jumps)",
+        f"first suggestion after a jump   {ms('after_jump_ms')} "
+        f"(a region's start: a new place to read; {d['jumps']} jumps)",
         f"a person's path: move, type     {ms('person_ms')} at {d['person_spots']} places, "
         f"{d['person_within_600ms']} within 600 ms",
         f"  the same after a look         {ms('person_look_ms')} at {d['person_look_spots']} places",
-        f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses with a suggestion ({d['pauses']} pauses)",
-        f"written by the assistant        {d['accepted_chars_share']:.0%} ({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
-        f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, {d['line_accepts']} line and {d['word_accepts']} word accepts",
+        f"served from cache or prefetch   {d['served_share']:.0%} of {d['pauses_with_ghost']} pauses "
+        f"with a suggestion ({d['pauses']} pauses)",
+        f"written by the assistant        {d['accepted_chars_share']:.0%} "
+        f"({d['accepted_chars']} accepted, {d['typed_chars']} typed)",
+        f"suggestions                     {d['suggestions_shown']} shown, {d['suggestions_accepted']} accepted, "
+        f"{d['line_accepts']} line and {d['word_accepts']} word accepts",
         f"requests                        {d['requests']} asked, {d['prefetches']} prefetched, "
         f"{d['alternatives']} alternatives; {d['wasted_tokens']} tokens never shown",
-        f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} against {d['headless_tokens_per_s']:.1f} with the UI idle "
+        f"tokens/s in the app             {d['in_app_tokens_per_s']:.1f} "
+        f"against {d['headless_tokens_per_s']:.1f} with the UI idle "
         f"({d['in_app_vs_headless']:.2f}x, {d['compared_requests']} requests; drafted "
         f"{d['in_app_drafted']} against {d['headless_drafted']} tokens)",
         f"suggestions that vanished       {d['vanished']} (without an edit; must be 0)",

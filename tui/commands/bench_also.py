@@ -15,6 +15,7 @@ from typing import TextIO
 
 from specterm.engine.settings import DraftSettings
 
+from ..config import is_draft_keyword
 from .common import UsageError
 
 
@@ -32,7 +33,7 @@ def parse_also(text: str) -> list[str]:
 def draft_settings(item: str, engine_settings) -> DraftSettings:
     """The DraftSettings for one --also item (a path is a draft model with the target's settings)."""
     base = engine_settings.draft
-    if item in ("lookup", "session"):
+    if item != "none" and is_draft_keyword(item):  # lookup or session
         return DraftSettings(kind=item, session_mb=base.session_mb)
     path = Path(item).expanduser()
     if not path.is_file():

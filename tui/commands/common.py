@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from specterm.engine.errors import EngineError
-from specterm.engine.protocol import Engine
 from specterm.engine.requests import EngineInfo, Finished, Request, TextDelta
 
 from ..config import Settings

@@ -19,7 +19,14 @@ from specterm.engine.requests import CompletionRequest
 
 from ..config import Settings
 from .common import (
-    UsageError, add_json_flag, read_stdin_text, read_user_text, result_json, run_async, run_one, write_text,
+    UsageError,
+    add_json_flag,
+    read_stdin_text,
+    read_user_text,
+    result_json,
+    run_async,
+    run_one,
+    write_text,
 )
 
 NAME = "complete"
@@ -49,7 +56,8 @@ def parse_location(text: str) -> Location:
     return Location(Path(file), line_no, col_no)
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

@@ -26,7 +26,8 @@ NAME = "doctor"
 CHECK_MODEL_FILES = False  # doctor reports missing model files itself, after the config files
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,
@@ -143,8 +144,8 @@ def _bullet(text: str) -> str:
 
 def print_doctor(settings: Settings, report: PairReport | None, config_problem: str | None, out: TextIO) -> None:
     out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
-    for source in settings.sources:
-        out.write(f"  {source.describe()}\n")
+    for config in settings.sources:
+        out.write(f"  {config.describe()}\n")
     out.write(f"  backend   {settings.engine.backend}\n\n")
 
     if config_problem is not None:
@@ -252,8 +253,8 @@ def run_remote(args: argparse.Namespace, settings: Settings) -> int:
     else:
         out = sys.stdout
         out.write(f"{version_string()}\n\nConfiguration (later files win)\n")
-        for source in settings.sources:
-            out.write(f"  {source.describe()}\n")
+        for config in settings.sources:
+            out.write(f"  {config.describe()}\n")
         source = _from(settings.origin("engine.url"))
         out.write("  backend   openai" + (f" (url {source})" if source else "") + "\n\n")
         report.write(out)

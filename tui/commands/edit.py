@@ -55,7 +55,8 @@ def parse_target(text: str) -> Target:
     return Target(Path(file), start, end)
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,
@@ -137,7 +138,7 @@ def build_request(text: str, target: Target, instruction: str) -> tuple[EditRequ
     if not instruction.strip():
         raise UsageError("--instruction is empty: say what to change.")
     lines = split_lines(text)
-    start, end = (1, len(lines)) if target.start is None else (target.start, target.end)
+    start, end = (1, len(lines)) if target.start is None or target.end is None else (target.start, target.end)
     if target.start is not None and end > len(lines):
         raise UsageError(f"{target.file}:{start}-{end}: the file has {len(lines)} line(s); "
                          f"give lines between 1 and {len(lines)}.")

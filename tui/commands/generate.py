@@ -16,10 +16,10 @@ from specterm.engine.requests import GenerateRequest
 from ..config import Settings
 from .common import (
     UsageError,
+    add_json_flag,
     isatty,
     read_stdin_text,
     read_user_text,
-    add_json_flag,
     result_json,
     run_async,
     run_one,
@@ -29,7 +29,8 @@ from .common import (
 NAME = "generate"
 
 
-def add_parser(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction,
+               parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         NAME,
         parents=parents,

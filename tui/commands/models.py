@@ -17,10 +17,10 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 from specterm.engine.errors import EngineError
+from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 
 from ..config import Settings
 from .common import TtyProgress, UsageError
@@ -110,8 +110,8 @@ def _kv_bytes(model: CatalogueModel, ctx: int, kv_type: str) -> int:
 
 def machine() -> dict[str, Any]:
     """What memory estimates are compared with: GPU offload support and physical RAM."""
-    from specterm.engine.llamacpp.model import gpu_offload_supported
     from specterm.engine.llamacpp.memory import system_ram
+    from specterm.engine.llamacpp.model import gpu_offload_supported
 
     ram = system_ram()  # the same figure doctor compares with
     return {"gpu_offload": gpu_offload_supported(), "ram_bytes": ram}
@@ -229,8 +229,8 @@ def run_derive(args: argparse.Namespace, catalogue: Catalogue) -> int:
         out = derive(target, kind, args.output, on_progress=progress)
     finally:
         progress.clear()
-    data = {"target": str(target), "draft": str(out), "type": kind.upper(), "size_bytes": out.stat().st_size,
-            "target_size_bytes": target.stat().st_size}
+    data: dict[str, Any] = {"target": str(target), "draft": str(out), "type": kind.upper(),
+                            "size_bytes": out.stat().st_size, "target_size_bytes": target.stat().st_size}
     if args.json:
         _print_json(data)
     else:
@@ -357,7 +357,7 @@ def _print_drafts(data: dict[str, Any]) -> None:
 
 
 # --- output helpers -----------------------------------------------------------------------------
-def _table(rows: list[tuple[str, ...]]) -> None:
+def _table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")

@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from specterm.engine.models.catalogue import ModelFile, Pair, load_catalogue
 from specterm.engine.errors import ModelLoadError
+from specterm.engine.models.catalogue import ModelFile, Pair, load_catalogue
 
 from ..config import Settings, user_config_path
 from ..config_writer import plan_edit

@@ -90,7 +90,8 @@ class EditDiff:
             self.rows += [Row("added", new[j].rstrip("\n"), j, h) for j in range(j1, j2)]
         if partial is not None and not final:
             self.rows.append(Row("added", partial, len(new), None))
-        self.rows += [Row("same" if final else "pending", self.old[i].rstrip("\n"), i) for i in range(pending_from, len(self.old))]
+        self.rows += [Row("same" if final else "pending", self.old[i].rstrip("\n"), i)
+                      for i in range(pending_from, len(self.old))]
 
     @property
     def changed(self) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from textual.css.query import NoMatches
 from textual.geometry import Region
+from textual.widget import Widget
 from textual.widgets.text_area import Selection
 
 from specterm.engine import EditRequest, Finished, TextDelta
@@ -43,6 +44,13 @@ def context_around(target: EditTarget, chars: int) -> tuple[str, str]:
     return before, after
 
 
+def _pane(editor: CodeEditor) -> Widget:
+    """The editor's container (its tab's pane): the instruction box and the review go there."""
+    pane = editor.parent
+    assert isinstance(pane, Widget), "an editor is mounted in its tab's pane"
+    return pane
+
+
 class EditFlow:
     """The app's one edit at a time: its box, its review, its engine stream."""
 
@@ -69,8 +77,9 @@ class EditFlow:
     def _ready_editor(self) -> "CodeEditor | None":
         app = self.app
         editor = app.active_editor
-        if self.box is not None or self.review is not None:
-            (self.box or self.review).focus()  # type: ignore[union-attr]  # (its tab was left)
+        shown = self.box or self.review
+        if shown is not None:
+            shown.focus()  # (its tab was left)
         elif self.active:
             app.notify("The last edit is still stopping.", severity="warning", timeout=3)
         elif editor is None:
@@ -112,7 +121,7 @@ class EditFlow:
         y = max(0, min(target.end - int(editor.scroll_offset.y), editor.size.height - BOX_ROWS))
         self.box.styles.offset = (editor.gutter_width, y)
         self.box.styles.width = max(20, editor.size.width - editor.gutter_width - 2)
-        editor.parent.mount(self.box)  # type: ignore[union-attr]
+        _pane(editor).mount(self.box)
         self.box.focus()
         self.app.call_after_refresh(self._focus_box)
         if self.app.engine is not None:  # read everything but the instruction while the user types it
@@ -213,7 +222,7 @@ class EditFlow:
         self.finished = None
         self.sent_at = time.monotonic()
         self.review = self.last_review = EditReview(editor, target, label, self._done, self._stop)
-        editor.parent.mount(self.review, after=editor)  # type: ignore[union-attr]
+        _pane(editor).mount(self.review, after=editor)
         editor.display = False
         editor.can_focus = False  # a tab switched back must not give it the keys meanwhile
         self.review.focus()

@@ -46,7 +46,8 @@ class ChoiceScreen(ModalScreen[str]):
         self.question = question
         self.answers = answers
         self.default = default or answers[0][0]
-        self.AUTO_FOCUS = f"#answer-{self.default}"  # focused from the first frame: Enter is never early
+        # focused from the first frame: Enter is never early (Textual reads it from the instance)
+        self.AUTO_FOCUS = f"#answer-{self.default}"  # type: ignore[misc]
 
     def compose(self) -> ComposeResult:
         with Vertical():

@@ -210,8 +210,8 @@ class Completer:
     async def stream(self, request_id: int, request: CompletionRequest,
                      record: CompletionRecord | None = None) -> AsyncIterator[Event]:
         """Stream one completion; its events go into its `record` and to the app's sink (a
-        prefetch's only once it is on screen: the bar shows what the user sees). A newer request makes the engine end this one
-        ("superseded"), a prefetch included: a prefetch never holds up what the user asked for.
+        prefetch's only once it is on screen: the bar shows what the user sees). A newer request makes the engine
+        end this one ("superseded"), a prefetch included: a prefetch never holds up what the user asked for.
         Alternatives (`first_token_rank` > 0) are neither reported nor cached: the figures and the
         cache are the main suggestion's."""
         engine = self.engine

@@ -112,7 +112,7 @@ class BlockLines(MutableSequence[str]):
     def __getitem__(self, index: int) -> str: ...
     @overload
     def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+    def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             start, stop, step = index.indices(self._len)
             if step != 1:
@@ -132,20 +132,25 @@ class BlockLines(MutableSequence[str]):
         block, offset = self._locate(index)
         return self._lines_of(block)[offset]
 
-    def __setitem__(self, index, value) -> None:  # type: ignore[no-untyped-def]
+    @overload
+    def __setitem__(self, index: int, value: str) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[str]) -> None: ...
+    def __setitem__(self, index: int | slice, value: str | Iterable[str]) -> None:
         if isinstance(index, slice):
             start, stop, step = index.indices(self._len)
             if step != 1:
                 raise ValueError("document lines are replaced in runs, not with a step")
             self._replace(start, max(start, stop), list(value))
         else:
+            assert isinstance(value, str), "a line is a str"
             if index < 0:
                 index += self._len
             if not 0 <= index < self._len:
                 raise IndexError("line index out of range")
             self._replace(index, index + 1, [value])
 
-    def __delitem__(self, index) -> None:  # type: ignore[no-untyped-def]
+    def __delitem__(self, index: int | slice) -> None:
         if isinstance(index, slice):
             self[index] = []
         else:
@@ -220,9 +225,11 @@ class EditorDocument(Document):
     """A Document whose lines are kept in blocks (`BlockLines`), that caches its text and its
     widest line between edits."""
 
+    _lines: BlockLines  # type: ignore[assignment]  # Textual's Document declares list[str]
+
     def __init__(self, text: str) -> None:
         self._newline = _detect_newline_style(text)
-        self._lines = BlockLines.from_text(text)  # type: ignore[assignment]
+        self._lines = BlockLines.from_text(text)
         self._text: str | None = None
         self._tab_width = 0
         self._widths: Counter[int] | None = None
@@ -230,7 +237,7 @@ class EditorDocument(Document):
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = self._lines.join(self._newline)  # type: ignore[attr-defined]
+            self._text = self._lines.join(self._newline)
         return self._text
 
     def get_size(self, tab_width: int) -> Size:
@@ -269,7 +276,7 @@ class _Lazy(Sequence[T], Generic[T]):
     def __getitem__(self, index: int) -> T: ...
     @overload
     def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+    def __getitem__(self, index: int | slice) -> T | list[T]:
         n = self._length()
         if isinstance(index, slice):
             return [self._item(i) for i in range(*index.indices(n))]

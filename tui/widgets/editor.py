@@ -39,12 +39,12 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.color import Color
+from textual.document._document_navigator import DocumentNavigator
 from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import TextArea
-from textual.document._document_navigator import DocumentNavigator
 from textual.widgets.text_area import Edit, EditResult, Selection, TextAreaTheme
 
 from specterm.engine import Finished, TextDelta
@@ -57,7 +57,6 @@ from .completion import DEFAULT_ACCEPT_KEYS, Completer
 from .debounce import AdaptiveDebounce
 from .document import BlockLines, EditorDocument, UnwrappedDocument
 from .ghost import cache_key, next_line, next_word, visible_ghost
-from .indentation import detect_indentation, dedent_to
 from .highlight import (
     WHOLE_FILE_LINES,
     WINDOW_MARGIN_LINES,
@@ -68,6 +67,7 @@ from .highlight import (
     lexer_for,
     window_bounds,
 )
+from .indentation import dedent_to, detect_indentation
 from .suggestions import CompletionRecord, Source
 
 # Alternative suggestions: handled in _on_key, since a terminal's alt+n arrives as a printable "n"
@@ -322,6 +322,7 @@ class CodeEditor(TextArea):
     def _highlight_edited_lines(self, edit: Edit) -> None:
         top = edit.top[0]
         old_bottom = edit.bottom[0]
+        assert edit._edit_result is not None  # the caller checked
         new_bottom = edit._edit_result.end_location[0]
         shift = new_bottom - old_bottom
         old = dict(self._highlights)
@@ -694,21 +695,22 @@ class CodeEditor(TextArea):
         text = ""
         async for event in completer.stream(request_id, request, record):
             ghost = self._ghost
-            mine = ghost is not None and ghost.request_id == request_id
+            if ghost is not None and ghost.request_id != request_id:
+                ghost = None  # another request's suggestion
             if isinstance(event, TextDelta):
                 text += event.text
                 live = live_completion(text, request)  # the finished text's rules: it only grows
                 pre = completer.prefetch
                 if pre is not None and pre.request_id == request_id:
                     pre.shown = live
-                if mine and live != ghost.full:
+                if ghost is not None and live != ghost.full:
                     ghost.full = live
                     if not self._ghost_visible:
                         self._render_ghost()  # the first text: at once
                     elif self._redraw is None:
                         self._redraw = self.set_timer(STREAM_REDRAW_S, self._redraw_ghost)
             elif isinstance(event, Finished):
-                if not mine:
+                if ghost is None:
                     continue
                 if event.reason == "error" and event.error:
                     self.notify(event.error, title="Completion failed", severity="error", markup=False)
@@ -798,9 +800,10 @@ class CodeEditor(TextArea):
             if tail:
                 self._ghost_lines[-1].append(tail)
             if marker:
-                self._ghost_lines[-1].append(f"  {marker}", self._spectheme.ghost_token_style(Comment, background, color_system))
-            for line in self._ghost_lines:
-                line.expand_tabs(self.indent_width)
+                marker_style = self._spectheme.ghost_token_style(Comment, background, color_system)
+                self._ghost_lines[-1].append(f"  {marker}", marker_style)
+            for ghost_line in self._ghost_lines:
+                ghost_line.expand_tabs(self.indent_width)
         else:
             self._ghost_lines = []
             self._ghost_moves_tail = False

@@ -12,7 +12,6 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 from __future__ import annotations
 
 import time
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -27,8 +26,8 @@ from textual.widgets import Static, TabbedContent, TabPane
 from specterm.engine import ContextFile
 
 from ..context_ring import CHUNK_LINES, ContextRing
-from ..screens.choice import ChoiceScreen
 from ..memory import release_after_reading
+from ..screens.choice import ChoiceScreen
 from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText, encoding_name
 from ..themes import SpectermTheme
 from .completion import Completer
@@ -278,7 +277,8 @@ class EditorTabs(Vertical):
         if not self.completer.ready:
             self._schedule_prewarm(whole=whole)  # the model is still loading: once it is there
             return
-        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):  # (then a pause's request is pending, or the move's read stays)
+        # (then a pause's request is pending, or the move's read stays)
+        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
         # Right after a move, read what the next request will read (its first read is bounded:

@@ -161,7 +161,7 @@ class FileTree(DirectoryTree):
         if not gone or cursor is None:
             return
         # The cursor was on a removed entry (or inside a removed folder): the entry now in its place.
-        removed = cursor
+        removed: TreeNode[DirEntry] | None = cursor
         while removed is not None and removed.id not in gone:
             removed = removed.parent
         if removed is None:

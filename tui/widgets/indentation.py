@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 SAMPLE_LINES = 2000  # enough lines to decide; a 5 MB file is not read to its end
 UNITS = (2, 3, 4, 8)  # space units worth guessing; other steps (alignment) vote for none
@@ -17,7 +18,7 @@ DEFAULT_WIDTH = 4
 
 @dataclass(frozen=True)
 class Indentation:
-    kind: str  # "spaces" or "tabs" (TextArea.indent_type)
+    kind: Literal["spaces", "tabs"]  # TextArea.indent_type
     width: int  # spaces a level (tabs: the width a tab is drawn)
 
 
