@@ -21,6 +21,8 @@ class Stats:
     prompt_tokens: int = 0  # prompt tokens in the request
     prompt_tokens_decoded: int = 0  # of those, decoded now (the rest came from the prefix cache)
     prompt_time_s: float = 0.0
+    # Characters of a completion's prefix its first-read budget left out (its window's start).
+    prompt_cut_chars: int = 0
     # From the start of the request (prompt decoding included) to the first token: summed over the
     # requests folded in, so `time_to_first_token_s` is a mean for a session as for one request.
     first_token_time_s: float = 0.0

@@ -526,8 +526,11 @@ class Replay:
             if r.stats is None or not r.stats.tokens:
                 continue
             # the same request (its max_tokens too: the controller's probing and draft lengths
-            # depend on it), stopped once it has written what it wrote in the app, the UI idle
-            request = replace(r.request, time_budget_s=None, predict_budget_s=None, started_at=None)
+            # depend on it), stopped once it has written what it wrote in the app, the UI idle;
+            # its prefix as the app's first-read budget left it (what the engine had read before
+            # it, in the app, decided that)
+            request = replace(r.request, prefix=r.request.prefix[r.stats.prompt_cut_chars:], first_read_s=None,
+                              time_budget_s=None, predict_budget_s=None, started_at=None)
             finished = await _run_for(engine, request, r.stats.tokens)
             reruns += 1
             if (id(r) not in chosen or finished is None

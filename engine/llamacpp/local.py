@@ -564,6 +564,7 @@ class LocalEngine:
         check_text: Callable[[str], str | None] | None = None
         deadline: Deadline | None = None
         first_rank = 0
+        cut = 0  # characters of a completion's prefix its first-read budget left out
         edit: EditText | None = None
         prediction: Prediction | None = None
         if isinstance(request, EditRequest):
@@ -576,6 +577,7 @@ class LocalEngine:
         elif isinstance(request, CompletionRequest):
             fp = self._fim_prompt(request, max_tokens)
             tokens, heal, stop_tokens, keep_indent = fp.tokens, fp.heal, fp.stop_tokens, fp.keep_indent
+            cut = fp.prefix_start
             check_text = InlineStops(request)
             first_rank = request.first_token_rank
             deadline = Deadline(request)
@@ -618,6 +620,7 @@ class LocalEngine:
             edit.finish()  # the held line break, to the same `on_text`
             result = replace(result, text=edit.text)
         if isinstance(request, CompletionRequest):
+            result.stats.prompt_cut_chars = cut
             result = replace(result, text=ended_completion(result.text, request, result.reason))
         return result
 

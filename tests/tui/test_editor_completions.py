@@ -259,10 +259,13 @@ async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_pat
 
 async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path, settings_for, env):
     """While the user types, what was typed is read on the threads the engine leaves the UI free
-    of, not at the pause that asks for a suggestion; idle work then gives the batch threads back."""
+    of, not at the pause that asks for a suggestion (the prompt that request would read, its
+    first read bounded as the app bounds it, is in the KV cache but for its last tokens); idle
+    work then gives the batch threads back."""
     import os
 
-    from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
+    from specterm.engine.drafters import common_prefix
+    from specterm.engine.llamacpp.fim_prompt import WARM_TAIL
 
     text = "".join(f"{i}\n" for i in range(700))
     (tmp_path / "long.py").write_text(text)
@@ -277,12 +280,50 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
         editor.insert(" ".join(str(n) for n in range(20)) + " ")
         prefix, suffix = editor.prefix_suffix()
         request = app.completer.build_request(prefix, suffix, str(editor.path))
-        fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
-        want = fp.tokens[: fp.warm]
-        await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
+
+        def left_to_read() -> int:  # by the request the pause would make now
+            tokens = app.engine._fim_prompt(request, request.max_tokens).tokens
+            return len(tokens) - common_prefix(app.engine.decoder.cached, tokens)
+
+        await wait_for(pilot, lambda: left_to_read() <= WARM_TAIL + 2, timeout=55)
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         cores = os.cpu_count() or 2
         assert app.engine.target.threads == (max(1, cores - ui_spare_cores(cores)), cores)
+
+
+async def test_after_a_move_the_first_read_is_short_and_a_pause_reads_the_whole_window_back(
+        tmp_path, settings_for, env):
+    """The first suggestion after a jump reads within its budget (a short window); once the user
+    pauses, the whole window is read in the background, and the next request there uses it."""
+    from specterm.engine.drafters import common_prefix
+    from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
+
+    text = "".join(f"def helper_{i}(value):\n    return value * {i}\n\n" for i in range(400))
+    (tmp_path / "long.py").write_text(text)
+    app = make_app(settings_for(tmp_path), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        editor = app.active_editor
+        await wait_for(pilot, lambda: app.engine.decoder.controller.costs.read_cost() is not None, timeout=55)
+        editor.move_cursor((1001, 0))  # a blank line between two functions
+        await pilot.press("d", "e", "f")
+        await wait_for(pilot, lambda: any(r.stats is not None for r in app.completer.log.records), timeout=55)
+        first = next(r for r in app.completer.log.records if r.stats is not None)
+        assert first.stats.prompt_cut_chars > 0  # a short window: the jump's place was not read
+        prefix, suffix = editor.prefix_suffix()
+        whole = app.completer.build_request(prefix, suffix, str(editor.path), whole=True)
+        want = build_fim_prompt(app.engine.target, whole, whole.max_tokens)
+        await wait_for(pilot, lambda: common_prefix(app.engine.decoder.cached, want.tokens) >= want.warm,
+                       timeout=55)
+        asked = len(app.completer.log.records)
+        await pilot.press("escape", "_")  # typing on there: the next request
+
+        def typed_request():
+            later = [r for r in list(app.completer.log.records)[asked:] if not r.prefetch and r.stats is not None]
+            return later[0] if later else None
+
+        await wait_for(pilot, lambda: typed_request() is not None, timeout=55)
+        assert typed_request().stats.prompt_cut_chars == 0  # the whole window
 
 
 async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, settings_for, env):

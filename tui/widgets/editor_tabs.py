@@ -11,7 +11,6 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -37,7 +36,7 @@ from .editor import CodeEditor
 PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
 TYPING_PREWARM_S = 0.25  # while typing, the prompt start is read at most this often
 MOVE_PREWARM_S = 0.05  # after the cursor stops moving (a held arrow key repeats faster): read there
-GROW_AFTER_MOVE_S = 2.0  # typing this long after a move: the prewarm reads the whole window back
+GROW_IDLE_S = 1.0  # this long without a key (and no suggestion being written): read the whole window
 
 WELCOME = (
     "specterm\n\n"
@@ -149,7 +148,7 @@ class EditorTabs(Vertical):
         self._pick_epoch = 0
         self._typing_prewarm: Timer | None = None
         self._move_prewarm: Timer | None = None
-        self._moved_at = 0.0  # when the cursor last moved without an edit (monotonic)
+        self._grow: Timer | None = None  # the whole window read back once the user pauses
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
@@ -262,13 +261,18 @@ class EditorTabs(Vertical):
             self._prewarm.stop()
         self._prewarm = self.set_timer(PREWARM_DELAY_S, lambda: self._start_prewarm(whole=whole))
 
-    def _start_prewarm(self, *, whole: bool = False, typing: bool = False, moved: bool = False) -> None:
+    def _start_prewarm(self, *, whole: bool = False, typing: bool = False, moved: bool = False,
+                       grow: bool = False) -> None:
         """The ring changed (or, `whole`, a file was opened) and the user paused: decode the next
         request's prompt start now. `whole` warms the file's head as far as a request's prefix
         window reaches, so the first suggestion anywhere in it reuses what was read (a cold
-        prompt of a whole window takes seconds for a small model on a CPU)."""
-        self._prewarm = None
-        if not (typing or moved):
+        prompt of a whole window takes seconds for a small model on a CPU). After a move and
+        while typing, what is read is what the next request reads (its first read is bounded: a
+        short window after a move); `grow` (the user paused) and the idle ones read the whole
+        window, which later requests then use."""
+        if not grow:
+            self._prewarm = None
+        if not (typing or moved or grow):
             self._pick_epoch += 1  # the user paused after the ring changed: pick its chunks again
         editor = self.active_editor
         open_file = self.active_file
@@ -279,13 +283,22 @@ class EditorTabs(Vertical):
             return
         # (then a pause's request is pending, or the move's read stays)
         if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):
+            if grow and editor.completion_pending:
+                self._schedule_grow()  # once the suggestion is written
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
-        # Right after a move, read what the next request will read (its first read is bounded:
-        # a short window there); typing on at a place, or idle, read the whole window back.
-        grow = not moved and (not typing or time.monotonic() - self._moved_at >= GROW_AFTER_MOVE_S)
-        request = self.completer.build_request(prefix, suffix, str(open_file.file.path), whole=grow)
+        request = self.completer.build_request(prefix, suffix, str(open_file.file.path),
+                                               whole=not (typing or moved))
         self.run_worker(self.completer.prewarm(request, urgent=moved), group="prewarm", exit_on_error=False)
+
+    def _schedule_grow(self) -> None:
+        if self._grow is not None:
+            self._grow.stop()
+        self._grow = self.set_timer(GROW_IDLE_S, self._grow_window)
+
+    def _grow_window(self) -> None:
+        self._grow = None
+        self._start_prewarm(grow=True)
 
     def _prewarm_while_typing(self) -> None:
         """The user types here: read this place's prompt start now (the engine does it on the
@@ -301,7 +314,6 @@ class EditorTabs(Vertical):
         pause runs, with every core (the user is not typing), instead of after it. After a jump
         the new place's lines are not in the KV cache, and reading them takes longer on a CPU
         than the typing pause, which now hides part of it (the first read is bounded, FIRST_READ_S)."""
-        self._moved_at = time.monotonic()
         if self._move_prewarm is not None:
             self._move_prewarm.stop()
         self._move_prewarm = self.set_timer(MOVE_PREWARM_S, self._prewarm_after_move)
@@ -389,6 +401,7 @@ class EditorTabs(Vertical):
                 self._schedule_prewarm()  # only once typing pauses
             if self._typing_prewarm is None:
                 self._typing_prewarm = self.set_timer(TYPING_PREWARM_S, self._prewarm_while_typing)
+            self._schedule_grow()
             row = open_file.editor.cursor_location[0]
             last = self._ring_rows.get(open_file.pane_id)
             if last is None or abs(row - last) >= CHUNK_LINES // 2:
