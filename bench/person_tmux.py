@@ -56,7 +56,7 @@ def pick_places(text: str, count: int, seed: int) -> list[int]:
     below a non-blank line that occurs once in the file (the find bar goes there)."""
     lines = text.split("\n")
     good = [i for i in range(1, len(lines) - 1)
-            if len(lines[i].strip()) >= CHARS and lines[i - 1].strip() and text.count(lines[i - 1]) == 1]
+            if len(lines[i].strip()) >= CHARS and lines[i - 1].strip() and text.count(lines[i - 1].strip()) == 1]
     rng = random.Random(seed)
     picked = sorted(rng.sample(good, min(count, len(good))))
     # no two adjacent: the line above a place must stay in the file

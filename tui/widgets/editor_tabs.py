@@ -11,6 +11,7 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -37,6 +38,7 @@ PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a req
 TYPING_PREWARM_S = 0.25  # while typing, the prompt start is read at most this often
 MOVE_PREWARM_S = 0.05  # after the cursor stops moving (a held arrow key repeats faster): read there
 GROW_IDLE_S = 1.0  # this long without a key (and no suggestion being written): read the whole window
+GROW_TYPING_S = 2.0  # typing this long after a move: the typing prewarms read the whole window too
 
 WELCOME = (
     "specterm\n\n"
@@ -149,6 +151,7 @@ class EditorTabs(Vertical):
         self._typing_prewarm: Timer | None = None
         self._move_prewarm: Timer | None = None
         self._grow: Timer | None = None  # the whole window read back once the user pauses
+        self._moved_at = 0.0  # when the cursor last moved without an edit (monotonic)
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
@@ -287,8 +290,9 @@ class EditorTabs(Vertical):
                 self._schedule_grow()  # once the suggestion is written
             return
         prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
+        settled = typing and time.monotonic() - self._moved_at >= GROW_TYPING_S
         request = self.completer.build_request(prefix, suffix, str(open_file.file.path),
-                                               whole=not (typing or moved))
+                                               whole=settled or not (typing or moved))
         self.run_worker(self.completer.prewarm(request, urgent=moved), group="prewarm", exit_on_error=False)
 
     def _schedule_grow(self) -> None:
@@ -314,6 +318,7 @@ class EditorTabs(Vertical):
         pause runs, with every core (the user is not typing), instead of after it. After a jump
         the new place's lines are not in the KV cache, and reading them takes longer on a CPU
         than the typing pause, which now hides part of it (the first read is bounded, FIRST_READ_S)."""
+        self._moved_at = time.monotonic()
         if self._move_prewarm is not None:
             self._move_prewarm.stop()
         self._move_prewarm = self.set_timer(MOVE_PREWARM_S, self._prewarm_after_move)
