@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import re
 import shutil
@@ -29,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+from specterm.tui.replay import percentiles  # (p50/p95 in ms of times in seconds)
 
 SIZE = (120, 40)
 LOOK_S = 0.3
@@ -63,14 +64,6 @@ def pick_places(text: str, count: int, seed: int) -> list[int]:
     picked = [p for k, p in enumerate(picked) if k == 0 or p - picked[k - 1] > 1]
     rng.shuffle(picked)
     return picked
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": 0.0, "p95": 0.0}
-    ordered = sorted(values)
-    at = lambda q: round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 1)  # noqa: E731
-    return {"p50": at(0.5), "p95": at(0.95)}
 
 
 GUTTER = re.compile(r"▎\s*(\d+) (.*)$")
@@ -211,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
     report: dict[str, Any] = {
         "file": str(args.file),
-        "person_ms": percentiles(times[False]), "person_count": len(times[False]),
+        "person_ms": percentiles([t / 1000 for t in times[False]]), "person_count": len(times[False]),
         "person_missed": missed[False], "person_within_600ms": sum(t <= 600 for t in times[False]),
-        "person_look_ms": percentiles(times[True]), "person_look_count": len(times[True]),
+        "person_look_ms": percentiles([t / 1000 for t in times[True]]), "person_look_count": len(times[True]),
         "person_look_missed": missed[True],
     }
     print(f"move, type at once: p50 {report['person_ms']['p50']:.0f} ms, p95 {report['person_ms']['p95']:.0f} ms "
