@@ -266,6 +266,7 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
 
     from specterm.engine.drafters import common_prefix
     from specterm.engine.llamacpp.fim_prompt import WARM_TAIL
+    from specterm.tui.widgets.debounce import BURST_GAP_S
 
     text = "".join(f"{i}\n" for i in range(700))
     (tmp_path / "long.py").write_text(text)
@@ -274,14 +275,13 @@ async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path,
         await wait_for(pilot, app.engine_ready.is_set)
         editor = app.active_editor
         editor.move_cursor((650, 0))
-        await wait_for(pilot, lambda: len(app.engine.decoder.cached) > 300, timeout=55)  # the jump's read
-        # ~40 tokens, more than a prewarm leaves out, in one edit: keys pressed by a test come so
-        # fast that the adaptive pause shrinks to its least (0.1 s) and requests would read them.
+        # ~40 tokens, more than a prewarm leaves out, in one edit soon after the move (typing on
+        # there for GROW_TYPING_S would read the whole window back instead), but not so soon that
+        # the adaptive pause takes move and edit for a burst and asks at once (BURST_GAP_S).
+        await pilot.pause(BURST_GAP_S + 0.1)
         editor.insert(" ".join(str(n) for n in range(20)) + " ")
-        prefix, suffix = editor.prefix_suffix()
-        request = app.completer.build_request(prefix, suffix, str(editor.path))
-
-        def left_to_read() -> int:  # by the request the pause would make now
+        def left_to_read() -> int:  # by the request the pause would make now (the window as sized now)
+            request = app.completer.build_request(*editor.prefix_suffix(), str(editor.path))
             tokens = app.engine._fim_prompt(request, request.max_tokens).tokens
             return len(tokens) - common_prefix(app.engine.decoder.cached, tokens)
 
