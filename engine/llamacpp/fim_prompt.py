@@ -86,6 +86,7 @@ class _Layout:
 
     model: Model
     req: CompletionRequest
+    prefix: list[int]  # the whole prefix's tokens
     lead: list[int]
     tail: list[int]
     room: int  # the most prefix tokens
@@ -94,7 +95,7 @@ class _Layout:
 
     def prompt(self, start: int = 0) -> FimPrompt:
         text = self.req.prefix[start:]
-        prefix = self.model.tokenize(text)
+        prefix = self.model.tokenize(text) if start else self.prefix  # (sliced below, never changed)
         heal = b""
         if prefix:
             heal = self.model.piece(prefix[-1])
@@ -120,16 +121,17 @@ class _Layout:
 
 def _layout(model: Model, req: CompletionRequest, max_tokens: int) -> _Layout:
     budget = prompt_budget(model.n_ctx, max_tokens)
+    whole = model.tokenize(req.prefix)
     bos = [model.bos] if model.add_bos and model.bos >= 0 else []
     fim = model.fim
     if fim is None:
-        return _Layout(model, req, bos, [], budget - len(bos), frozenset(), False)
+        return _Layout(model, req, whole, bos, [], budget - len(bos), frozenset(), False)
 
     suffix = model.tokenize(req.suffix)[: suffix_share(budget)]
     room = budget - len(bos) - 3 - len(suffix)
     # The chunks take what the whole prefix leaves, whatever start a first read picks: they come
     # first, so a shorter prefix must not change them (that would read them all again).
-    room_left = room - len(_cut_start(model.tokenize(req.prefix)[:-1], room))
+    room_left = room - len(_cut_start(whole[:-1], room))
     head: list[int] = []
     stops = {t for t in (fim.pad, fim.rep, fim.sep, fim.pre, fim.suf, fim.mid) if t >= 0}
     files = fim.sep >= 0
@@ -148,7 +150,7 @@ def _layout(model: Model, req: CompletionRequest, max_tokens: int) -> _Layout:
         own = [fim.sep] + model.tokenize(f"{req.path or 'untitled'}\n") if files else model.tokenize(SNIPPET)
         if len(parts) + len(own) <= room_left:
             head = parts + own
-    return _Layout(model, req, bos + head + [fim.pre], [fim.suf] + suffix + [fim.mid], room,
+    return _Layout(model, req, whole, bos + head + [fim.pre], [fim.suf] + suffix + [fim.mid], room,
                    frozenset(stops), True)
 
 
@@ -176,9 +178,8 @@ def build_fim_prompt(model: Model, req: CompletionRequest, max_tokens: int,
     # A window that fits: the prefix tokens the budget leaves after the rest of the prompt.
     lead_reads = len(layout.lead) - common_prefix(held, layout.lead)
     keep = max(int(limit) - lead_reads - len(layout.tail), MIN_READ_PREFIX)
-    ends = model.tokenize(req.prefix)
-    if len(ends) <= keep:
+    if len(layout.prefix) <= keep:
         return whole
-    chars = len(model.detokenize(ends[-keep:]))
+    chars = len(model.detokenize(layout.prefix[-keep:]))
     start = req.prefix.rfind("\n", 0, max(len(req.prefix) - chars, 0)) + 1  # the line it falls in, whole
     return layout.prompt(start) if start > 0 else whole
