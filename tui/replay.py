@@ -339,7 +339,7 @@ class Replay:
             self.tally.typed += 1
             i += 1
             if ch == "\n":
-                i += await self._fix_indent(pilot, editor, i, region.end)
+                i += await self._fix_indent(pilot, editor, self.text[i:region.end].split("\n", 1)[0])
             line_end = i >= region.end or ch == "\n"  # (i is past the new line's indentation)
             if line_end:  # timed from the last key (indentation fixed after Enter included)
                 last = self.watch.last_key
@@ -369,20 +369,16 @@ class Replay:
     async def _visit(self, pilot, editor: CodeEditor, row: int, line: str, *, look: bool) -> None:
         """Move to the end of `row`, (look,) open a line below it and type the start of `line` at
         once; time the first suggestion from the last key; take the typed text out again."""
-        at = self.watch.key()
+        self.watch.key()
         end = (row, len(editor.document[row]))
         editor.move_cursor(end)
         self.watch.handled()
         if look:
             await asyncio.sleep(LOOK_S)
-        await self._press(pilot, "enter")
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        col = editor.cursor_location[1]
-        auto = editor.document[row + 1][:col]
-        while auto and not indent.startswith(auto):
-            await self._press(pilot, "backspace")
-            auto = editor.document[row + 1][:editor.cursor_location[1]]
-        for ch in indent[len(auto):] + line.lstrip(" \t")[:PERSON_CHARS]:
+        at = await self._press(pilot, "enter")
+        written = await self._fix_indent(pilot, editor, line)
+        content = line.lstrip(" \t")
+        for ch in line[written: len(line) - len(content)] + content[:PERSON_CHARS]:
             if ch == "\t" and editor.ghost_text:
                 await self._press(pilot, "escape")  # Tab would accept the suggestion
             at = await self._press(pilot, key_for(ch))
@@ -412,12 +408,11 @@ class Replay:
             "person_look_spots": t.person_look_spots,
         }
 
-    async def _fix_indent(self, pilot, editor: CodeEditor, i: int, end: int) -> int:
-        """Enter kept the line's indentation: keep what the file has, delete the rest. Returns how
-        many file characters the editor already wrote."""
+    async def _fix_indent(self, pilot, editor: CodeEditor, line: str) -> int:
+        """Enter kept the line's indentation: keep what `line` (the file's) has, delete the rest.
+        Returns how many of its characters the editor already wrote."""
         row, col = editor.cursor_location
         auto = editor.document[row][:col]
-        line = self.text[i:end].split("\n", 1)[0]
         want = line[: len(line) - len(line.lstrip(" \t"))]
         while auto and not want.startswith(auto):
             await self._press(pilot, "backspace")  # (one level of leading spaces at a time)
