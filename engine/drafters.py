@@ -58,14 +58,14 @@ class Draft:
     # Which drafter proposed each token (a hybrid mixes them); None: the drafter's own kind.
     sources: list[str] | None = None
     # How many tokens the text agreed with a free draft's source (its n-gram match, extended back;
-    # 0: a draft model's guess). The controller keeps acceptance per such length and cuts the
+    # 0: a draft model's guess). The policy keeps acceptance per such length and cuts the
     # draft to what pays.
     match: int = 0
     # Positions copied from the target's KV cache instead of read (a derived draft); catchup_s
     # includes the copy, catchup_tokens counts only what was decoded.
     adopted_tokens: int = 0
     # Leading proposals that cost nothing (a hybrid's session guess before the model's tokens):
-    # the controller learns the draft model's cost and acceptance from the rest only.
+    # the policy learns the draft model's cost and acceptance from the rest only.
     free_tokens: int = 0
 
     def cut(self, n: int) -> "Draft":
@@ -76,12 +76,36 @@ class Draft:
                      min(self.free_tokens, n))
 
 
+@dataclass
+class PassRecord:
+    """One pass of the loop as the stats and the draft policy both learn from it."""
+
+    draft: Draft  # what was sent (its timings are all the drafting this pass did)
+    asked: int  # the draft length the policy asked for (0: a plain pass)
+    accepted: int  # of the draft's tokens, how many the target kept
+    verify_s: float  # the target's pass
+    device_s: float  # of that, time inside the backend's decode calls
+    rows: int  # rows the target decoded (padding included)
+    padded: bool  # the loop pads passes to one shape
+    same_shape: bool  # the pass had the shape of the one before (a GPU replays its graph)
+    source: str  # whose match evidence a free draft feeds (policy.evidence_source)
+    probing: bool  # the policy forced this draft to learn something
+    drafting: bool  # the policy had drafting on
+
+
 class Drafter(Protocol):
     """What the loop asks of a drafter. The verbs mirror llama.cpp's common_speculative: callers
     never touch a drafter's cache, they tell it what happened."""
 
-    kind: str
+    kind: str  # a label for the stats ("lookup", "session", "model", "none")
     name: str
+    # Its guesses, when not sent, are still judged against what the target wrote there (an edit's
+    # copy of its original: usually right where the rewrite copies, so worth the bookkeeping).
+    judge_unsent: bool
+
+    def parts(self) -> "tuple[Drafter | None, Drafter | None]":
+        """(the free proposer, the draft model) this drafter is: prompt lookup and the session
+        drafter are free, a draft model is paid; the loop asks each as the policy plans."""
 
     def begin(self, prompt: list[int]) -> None:
         """A new request: the target has decoded `prompt`. Nothing is read now; a draft model
@@ -96,11 +120,6 @@ class Drafter(Protocol):
         """Propose up to n_max tokens to follow `history` (prompt + everything emitted so far).
         `window` bounds how much recent text a draft model catches up on for this draft (a
         probe: learning whether it pays must not cost a whole prompt's catch-up)."""
-
-    def free_guess(self, history: list[int], n_max: int, sampling: SamplingSettings,
-                   rng: np.random.Generator) -> Draft:
-        """What the drafter proposes at no cost, for a pass where paid drafting does not pay: a
-        free drafter's draft, a hybrid's session guess, nothing from a draft model."""
 
     def truncate(self, n: int) -> None:
         """Only the first `n` tokens of the latest draft go to the target (the rest never count
@@ -121,6 +140,10 @@ class Drafter(Protocol):
 class NoDrafter:
     kind = "none"
     name = "none"
+    judge_unsent = False
+
+    def parts(self) -> tuple[Drafter | None, Drafter | None]:
+        return None, None
 
     def begin(self, prompt: list[int]) -> None:
         pass
@@ -129,9 +152,6 @@ class NoDrafter:
         return 0
 
     def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
-        return Draft()
-
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
         return Draft()
 
     def truncate(self, n: int) -> None:
@@ -172,6 +192,10 @@ class ModelDrafter:
     time of a draft: then the view is the whole text, for probes too."""
 
     kind = "model"
+    judge_unsent = False
+
+    def parts(self) -> tuple[Drafter | None, Drafter | None]:
+        return None, self
 
     def __init__(self, model: Model, p_min: float, *, window: int = CATCHUP_WINDOW,
                  head: int = CATCHUP_HEAD, source: Model | None = None) -> None:
@@ -321,9 +345,6 @@ class ModelDrafter:
         out.time_s = time.perf_counter() - t0
         return out
 
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
-        return Draft()  # a draft model's guesses are never free
-
     def truncate(self, n: int) -> None:
         pass  # `accept` removes whatever the target did not keep, sent or not
 
@@ -356,6 +377,10 @@ class LookupDrafter:
 
     kind = "lookup"
     name = "lookup"
+    judge_unsent = False
+
+    def parts(self) -> tuple[Drafter | None, Drafter | None]:
+        return self, None
 
     def __init__(self, ngram_min: int = 1, ngram_max: int = 4) -> None:
         self.ngram_min = max(1, ngram_min)
@@ -397,7 +422,7 @@ class LookupDrafter:
     @staticmethod
     def _match_at(history: list[int], j: int) -> int:
         """How many of the last tokens (at most _AGREEMENT_MAX) equal those before position j:
-        how long the text has agreed with the draft's source, as the controller weighs evidence
+        how long the text has agreed with the draft's source, as the policy weighs evidence
         by it (a copy that has held for 20 tokens is a far surer guess than a fresh 4-gram)."""
         n = 0
         while n < _AGREEMENT_MAX and n < j and history[-1 - n] == history[j - 1 - n]:
@@ -409,9 +434,6 @@ class LookupDrafter:
 
     def lag(self, history: list[int], window: int | None = None) -> int:
         return 0  # no model to catch up (indexing costs microseconds)
-
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
-        return self.draft(history, n_max, sampling, rng)
 
     def truncate(self, n: int) -> None:
         pass  # nothing is kept per draft

@@ -6,24 +6,23 @@ into the region's tokens that advances while what the target writes agrees with 
 rewrite changes something (a token replaced, a stretch inserted or deleted) it finds its place
 again by aligning the last tokens written with the region: near the pointer first (the usual
 small change), then anywhere in the region (a moved or deleted block). Its drafts say how long the
-text has agreed with the region there (`Draft.match`), so the controller prices them as it prices
-prompt lookup's (engine/controller.py: per match length).
+text has agreed with the region there (`Draft.match`), so the policy prices them as it prices
+prompt lookup's (engine/policy.py: per match length).
 
 `EditDrafter` puts the follower in front of the free drafter the engine has (the session drafter
 or prompt lookup, alone or a hybrid's free part): the follower's guess when it has one, the free
 drafter's otherwise; in a hybrid the draft model continues where the copy stops agreeing, as it
-does after any free guess. `predicting` installs it for one request and takes it out after.
+does after any free guess. The loop puts it in front for a request that carries a prediction.
 The target still decides every token: this changes only what is drafted.
 """
 
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
-from .drafters import Draft
+from .drafters import Draft, Drafter
 
 AGREEMENT_MAX = 32  # how far back agreement with the region is counted (as prompt lookup's)
 NEAR = 48  # a lost pointer is looked for this many tokens either side of where it would be first
@@ -117,7 +116,7 @@ class EditDrafter:
 
     judge_unsent = True
 
-    def __init__(self, follower: OriginalFollower, inner) -> None:
+    def __init__(self, follower: OriginalFollower, inner: Drafter) -> None:
         self.follower = follower
         self.inner = inner
         self.kind = inner.kind
@@ -140,8 +139,8 @@ class EditDrafter:
         self._inner_drafted = True
         return self.inner.draft(history, n_max, sampling, rng, window)
 
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
-        return self.draft(history, n_max, sampling, rng)
+    def parts(self) -> tuple[Drafter | None, Drafter | None]:
+        return self, None
 
     def truncate(self, n: int) -> None:
         if self._inner_drafted:
@@ -152,11 +151,6 @@ class EditDrafter:
             self.inner.accept(n_accepted)
         self._inner_drafted = False
 
-    def discard(self) -> None:
-        if self._inner_drafted and hasattr(self.inner, "discard"):
-            self.inner.discard()
-        self._inner_drafted = False
-
     def rewind(self, n_keep: int) -> None:
         self.inner.rewind(n_keep)
 
@@ -165,28 +159,3 @@ class EditDrafter:
 
     def close(self) -> None:
         pass  # the inner drafter belongs to the engine
-
-
-@contextmanager
-def predicting(decoder, prediction: Prediction | None, written_from: int) -> Iterator[None]:
-    """For one request on `decoder` (a SpeculativeDecoder): its free drafter (prompt lookup, the
-    session drafter, or a hybrid's session part) follows `prediction` first. A decoder without a
-    free drafter (plain decoding, a draft model alone) drafts as before."""
-    drafter = decoder.drafter
-    if prediction is None or drafter.kind not in ("lookup", "session", "hybrid"):
-        yield
-        return
-    follower = OriginalFollower(prediction, written_from)
-    if drafter.kind == "hybrid":
-        inner = drafter.session
-        drafter.session = EditDrafter(follower, inner)
-        try:
-            yield
-        finally:
-            drafter.session = inner
-        return
-    decoder.drafter = EditDrafter(follower, drafter)
-    try:
-        yield
-    finally:
-        decoder.drafter = drafter

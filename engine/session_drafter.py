@@ -6,9 +6,9 @@ session saw before: files the user opened, earlier chat answers and completions.
 the occurrences of the text's tail in both and follows the continuation they agree on most
 (frequency weighted by match length, recency breaking ties). How far it drafts follows the match
 length and the drafter's own measured acceptance (SuffixDecoding's max_spec = factor * match_len,
-the factor growing with acceptance); the controller still picks the length it asks for.
+the factor growing with acceptance); the policy still picks the length it asks for.
 
-It is free to run (microseconds of numpy), so the controller treats it as prompt lookup. The
+It is free to run (microseconds of numpy), so the policy treats it as prompt lookup. The
 session index lives in memory, bounded by `memory_bytes`; feeding it (`remember`) happens on the
 engine's worker thread, between requests, never on a keystroke. With a `SessionStore` (a user
 asked for it in config) the memory is read back at start and written at `close`.
@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .drafters import Draft, common_prefix
+from .drafters import Draft, Drafter, common_prefix
 from .session_index import NgramIndex, best_continuation
 from .session_store import SessionStore
 
@@ -40,6 +40,10 @@ class SessionDrafter:
 
     kind = "session"
     name = "session"
+    judge_unsent = False
+
+    def parts(self) -> tuple[Drafter | None, Drafter | None]:
+        return self, None
 
     def __init__(self, memory_mb: float = DEFAULT_MEMORY_MB, store: SessionStore | None = None) -> None:
         if memory_mb <= 0:
@@ -116,15 +120,8 @@ class SessionDrafter:
         self._accepted = self._accepted * _DECAY + n_accepted
         self._last = 0
 
-    def free_guess(self, history, n_max, sampling, rng) -> Draft:
-        return self.draft(history, n_max, sampling, rng)
-
     def truncate(self, n: int) -> None:
         self._last = min(self._last, n)  # tokens not sent are neither accepted nor rejected
-
-    def discard(self) -> None:
-        """The latest draft was not sent (a hybrid chose another): it counts neither way."""
-        self._last = 0
 
     def rewind(self, n_keep: int) -> None:
         if n_keep < len(self._seen):

@@ -60,7 +60,7 @@ class SpeculativeSettings:
     # changes; "auto": on when the target runs on a GPU, where llama.cpp replays a CUDA graph
     # only for repeated shapes (a pass of a new shape costs several one-token passes there); "off".
     # Off by default: on a GPU "on" speeds up edits but slows completions (passes without a
-    # draft are padded too, and the controller does not price them yet).
+    # draft are padded too, and the policy does not price them yet).
     constant_shape: str = "off"
 
 

@@ -19,10 +19,13 @@ from typing import Callable
 
 import numpy as np
 
-from .controller import FREE, PROBE_WINDOW, CostModel, DraftController, UnsentGuesses, evidence_source
-from .drafters import Draft, Drafter, common_prefix
+from .costs import CostModel
+from .draft_pair import DraftPair
+from .drafters import Draft, Drafter, ModelDrafter, PassRecord, common_prefix
+from .edit_drafter import EditDrafter, OriginalFollower, Prediction
 from .errors import ContextOverflowError
 from .model import Model
+from .policy import PROBE_WINDOW, DraftPolicy, evidence_source
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
 from .settings import SamplingSettings, SpeculativeSettings
 from .stats import Stats
@@ -151,6 +154,8 @@ class GenerationJob:
     # only: a time budget is checked from the first token on, as before.
     prefill_piece: int = 0
     stop_prefill: Callable[[], str | None] | None = None
+    # An edit's region: the free proposer follows it first (engine/edit_drafter.py).
+    prediction: Prediction | None = None
 
 
 @dataclass
@@ -164,7 +169,7 @@ class GenerationResult:
 class SpeculativeDecoder:
     """Owns the target's KV cache across requests (prefix reuse) and runs the loop."""
 
-    def __init__(self, target: Model, drafter: Drafter, spec: SpeculativeSettings) -> None:
+    def __init__(self, target: Model, drafter: Drafter | DraftPair, spec: SpeculativeSettings) -> None:
         self.target = target
         self.spec = spec
         self.cached: list[int] = []  # tokens whose KV entries the target holds
@@ -197,30 +202,28 @@ class SpeculativeDecoder:
                 t.decode([tok] * n, 0, logits_from=0)
                 t.logits_rows(n)
                 times.append(time.perf_counter() - t0)
-            self.controller.costs.seed_verify(n, statistics.median(times[2:]))
+            self.policy.costs.seed_verify(n, statistics.median(times[2:]))
         t.clear()
         self.cached = []
-        self.controller.costs.shape = rows
+        self.policy.costs.shape = rows
 
-    def set_drafter(self, drafter: Drafter) -> None:
+    def set_drafter(self, drafter: Drafter | DraftPair) -> None:
         """Use `drafter` from the next request on. What verifying costs is the target's and
         carries over; what drafting costs and earns is the new drafter's to learn."""
-        old = getattr(self, "controller", None)
-        # A hybrid drafter weighs its sources with the controller's own cost model: one object.
-        costs = getattr(drafter, "costs", None) or CostModel()
+        old = getattr(self, "policy", None)
+        costs = CostModel()
         if old is not None:
             for n, t in sorted(old.costs.verify.items()):  # t1 first: the rest are its multiples
                 costs.seed_verify(n, t)
             costs.shape = old.costs.shape
             costs.prompt_token = old.costs.prompt_token
         self.drafter = drafter
-        self.controller = DraftController(self.spec, draft_is_free=drafter.kind not in ("model", "hybrid"),
-                                          costs=costs, prior=getattr(drafter, "prior", (0.0, 0.0)),
-                                          free_part=drafter.kind == "hybrid")
-        if drafter.kind == "hybrid":  # one judge of free guesses, as one cost model
-            # the decoder writes the hybrid's attributes (issue 34 item 1 ends this)
-            drafter.free_acceptance = self.controller.acceptance_for  # type: ignore[attr-defined]
-            drafter.guess_evidence = self.controller.observe_guess  # type: ignore[attr-defined]
+        free, model = drafter.parts()
+        # A derived draft model alone starts from the agreement it is known to have; in a pair
+        # its acceptance is learned from nothing, as the pair's split was tuned with.
+        self.policy = DraftPolicy(self.spec, draft_is_free=model is None, costs=costs,
+                                  prior=drafter.prior if isinstance(drafter, ModelDrafter) else (0.0, 0.0),
+                                  free_part=free is not None and model is not None)
 
     def forget(self) -> None:
         """The models' KV caches were used by someone else (bench cost sampling): the next request
@@ -296,7 +299,7 @@ class SpeculativeDecoder:
                 return why
             self.target.decode_prompt(rest[i: i + step], keep + i)
         stats.prompt_time_s = time.perf_counter() - t0
-        self.controller.observe_prompt(len(prompt) - keep, stats.prompt_time_s)
+        self.policy.observe_prompt(len(prompt) - keep, stats.prompt_time_s)
         # A draft model reads the prompt only if and when it drafts (lazily, a window of it).
         self.drafter.begin(prompt)
         self.cached = list(prompt)
@@ -321,182 +324,272 @@ class SpeculativeDecoder:
     def generate(self, job: GenerationJob) -> GenerationResult:
         t_request = time.perf_counter()
         stats = Stats(draft_max=self.spec.draft_max, requests=1)
-        rng = np.random.default_rng(job.sampling.seed)
-        draft_rng = np.random.default_rng([job.sampling.seed, 1])
-        stream = TextStream(job.stop)
-        emitted: list[int] = []
         why = self._prefill(job.prompt, stats, job.prefill_piece, job.stop_prefill)
         if why:
             return GenerationResult("", why, stats)
         if job.max_tokens <= 0:
             return GenerationResult("", "length", stats)
-        t_start = time.perf_counter()  # tokens/s measures generation; prompt time is separate
-        history = list(job.prompt)
+        run = self._start(job, stats)
         try:
-            why = self._loop(job, stats, history, emitted, stream, rng, draft_rng, t_start, t_request)
+            why = self._first_token(run, t_request)
+            while why is None and run.healing:
+                why = self._stopped(run) or self._step(run, Draft(), 0)
+            while why is None:
+                why = self._stopped(run) or self._step(run, *self._plan(run))
         except BaseException:
             self.forget()  # the KV caches' state is unknown now: rebuild them next time
             raise
-        self.cached = history[:-1]  # the newest token was never decoded
-        tail = stream.flush()
+        self.cached = run.history[:-1]  # the newest token was never decoded
+        tail = run.stream.flush()
         if tail and job.on_text:
             job.on_text(tail)
-        stats.generation_time_s = time.perf_counter() - t_start
-        return GenerationResult(stream.text, why, stats, emitted)
+        stats.generation_time_s = time.perf_counter() - run.t_start
+        return GenerationResult(run.stream.text, why, stats, run.emitted)
 
-    def _loop(self, job, stats, history, emitted, stream, rng, draft_rng, t_start, t_request) -> str:
-        target = self.target
-        heal_left = job.heal
-        guard = job.keep_indent  # until the first byte past the healed text is emitted
+    def _start(self, job: GenerationJob, stats: Stats) -> "_Run":
+        """One request's state: its policy (the decoder's, or a fixed length's for bench sweeps)
+        and its proposers (an edit's free proposer follows the region first)."""
+        if job.fixed_draft is not None:
+            # A fixed length (bench): acceptance evidence stays untouched, but what the passes
+            # cost is the pair's and the machine's, so the adaptive policy learns it too.
+            policy = DraftPolicy(
+                SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min),
+                draft_is_free=self.policy.draft_is_free, costs=self.policy.costs,
+            )
+        else:
+            policy = self.policy
+        free, model = self.drafter.parts()
+        if job.prediction is not None and free is not None:
+            free = EditDrafter(OriginalFollower(job.prediction, len(job.prompt)), free)
+        policy.new_request(job.max_tokens, judge_unsent=free is not None and free.judge_unsent)
+        return _Run(job, stats, list(job.prompt), policy, free, model, heal_left=job.heal,
+                    guard=job.keep_indent, rng=np.random.default_rng(job.sampling.seed),
+                    draft_rng=np.random.default_rng([job.sampling.seed, 1]), t_start=time.perf_counter())
 
-        def emit(tokens: list[int]) -> str | None:
-            """Emit tokens in order; return a finish reason when one of them ends generation."""
-            nonlocal heal_left, guard
-            for tok in tokens:
-                if target.is_eog(tok) or tok in job.stop_tokens:
-                    return "eos"
-                data = target.piece(tok)
-                if heal_left:  # this token re-creates (part of) the healed text: emit only the rest
-                    cut = min(len(data), len(heal_left))
-                    data, heal_left = data[cut:], heal_left[cut:]
-                if data:
-                    guard = False  # text beyond the healed bytes exists: constraints are over
-                emitted.append(tok)
-                stats.tokens += 1
-                text = stream.feed(data)
-                if text and job.on_text:
-                    job.on_text(text)
-                if stream.stopped:
-                    return "stop"
-                if job.check_text:
-                    why = job.check_text(stream.text)
-                    if why:
-                        return why
-                if stats.tokens >= job.max_tokens:
-                    return "length"
-            return None
-
-        # The prompt pass yields the first token. While healed text remains, each token must agree
-        # with it (start with it, or be a prefix of it) and is chosen by a plain one-token pass.
-        mask = self._heal_mask(heal_left, guard) if (heal_left or guard) else None
+    def _first_token(self, run: "_Run", t_request: float) -> str | None:
+        """The prompt pass yields the first token (the k-th most likely for an alternative
+        suggestion); while healed text remains it must agree with it."""
+        job, target = run.job, self.target
+        mask = self._heal_mask(run.heal_left, run.guard) if run.healing else None
         if job.first_rank:
             first = ranked_choice(target.logits(), job.first_rank, mask)
         else:
-            first = self._choose(target.logits(), job.sampling, rng, mask)
-        stats.target_passes = 1
+            first = self._choose(target.logits(), job.sampling, run.rng, mask)
+        run.stats.target_passes = 1
         now = time.perf_counter()
-        stats.generation_time_s = now - t_start
-        stats.first_token_time_s = now - t_request
-        history.append(first)
-        pending = first
-        why = emit([first])
-        greedy = is_greedy(job.sampling)
-        drafter = self.drafter
-        if job.fixed_draft is not None:
-            # A fixed length (bench): acceptance evidence stays untouched, but what the passes
-            # cost is the pair's and the machine's, so the adaptive controller learns it too.
-            controller = DraftController(
-                SpeculativeSettings(draft_max=job.fixed_draft, adaptive=False, p_min=self.spec.p_min),
-                draft_is_free=self.controller.draft_is_free, costs=self.controller.costs,
-            )
+        run.stats.generation_time_s = now - run.t_start
+        run.stats.first_token_time_s = now - t_request
+        run.history.append(first)
+        return self._emit(run, [first])
+
+    def _stopped(self, run: "_Run") -> str | None:
+        """A reason to stop before the next pass: the caller's (cancelled, out of time), or a full
+        context."""
+        if run.job.should_stop:
+            why = run.job.should_stop()
+            if why:
+                return why
+        return "length" if self.target.n_ctx - (len(run.history) - 1) < 1 else None
+
+    def _room(self, run: "_Run") -> int:
+        """Draft tokens the next pass may carry: the request's tokens left (the pass emits one
+        beyond its draft), the batch, the context."""
+        n_past = len(run.history) - 1
+        return max(min(run.job.max_tokens - run.stats.tokens - 1, self.target.n_batch - 1,
+                       self.target.n_ctx - n_past - 2), 0)
+
+    # -- step 1: plan ----------------------------------------------------------------------------
+    def _plan(self, run: "_Run") -> tuple[Draft, int]:
+        """What the next pass drafts, and the length the policy asked for (0: a plain pass). The
+        policy says how many tokens pay; the free proposer guesses and the policy cuts the guess
+        to what pays at its match length, or in a hybrid splits the pass between the guess and
+        the draft model; the model drafts what is left to it."""
+        policy, history, free, model = run.policy, run.history, run.free, run.model
+        run.free_sent, run.model_from = -1, -1
+        room = self._room(run)
+        lag = probe_lag = 0
+        if policy.adaptive and model is not None:
+            lag, probe_lag = model.lag(history), model.lag(history, PROBE_WINDOW)
+        k = min(policy.next_length(lag, probe_lag), room)
+        if k <= 0 or (free is None and model is None):
+            return Draft(), k
+        window = PROBE_WINDOW if policy.probing else None
+        sampling, rng = run.job.sampling, run.draft_rng
+        if free is not None and (model is None or policy.free_only):
+            # Free guesses alone: a lookup or session drafter, or a hybrid's free part where
+            # paying for the model does not pay this pass (the guess may run past the model's k).
+            guess = free.draft(history, k if model is None else max(k, min(self.spec.draft_max, room)),
+                               sampling, rng)
+            source = evidence_source(guess.sources)
+            draft = self._sent(run, guess, policy.fit_draft(len(guess.tokens), guess.match, source), source)
+        elif free is not None and model is not None:
+            guess = free.draft(history, max(k, min(self.spec.draft_max, room)), sampling, rng)
+            source = evidence_source(guess.sources)
+            n_free, n_model = policy.split(len(guess.tokens), k, model.lag(history, window), guess.match, source)
+            draft = self._sent(run, guess, n_free, source)
+            draft.free_tokens = len(draft.tokens)
+            if n_model:
+                draft = _then(draft, self._model_draft(run, n_model, window, draft.tokens))
         else:
-            controller = self.controller
-            controller.new_request(job.max_tokens)
-        # A free guess not sent, judged by what the target writes there (an edit's copy of its
-        # original: Drafter.judge_unsent).
-        guesses = UnsentGuesses()
-        controller.judge_unsent = getattr(drafter, "judge_unsent", False)
+            assert model is not None
+            draft = self._model_draft(run, k, window)
+        if len(draft.tokens) < max(self.spec.draft_min, 1):
+            if free is not None and run.free_sent > 0:
+                free.truncate(0)
+            draft = draft.cut(0)
+            run.free_sent = min(run.free_sent, 0)
+        return draft, k
 
-        while why is None:
-            if job.should_stop:
-                why = job.should_stop()
-                if why:
-                    break
-            n_past = len(history) - 1  # KV holds history[:-1]; `pending` is history[-1]
-            room = min(
-                job.max_tokens - stats.tokens - 1,  # the pass emits one token beyond the draft
-                target.n_batch - 1,
-                target.n_ctx - n_past - 2,
-            )
-            if target.n_ctx - n_past < 1:
-                why = "length"
-                break
-            k = 0
-            if not (heal_left or guard):
-                lag = probe_lag = 0
-                if controller.adaptive and not controller.draft_is_free:
-                    lag = drafter.lag(history)
-                    probe_lag = drafter.lag(history, PROBE_WINDOW)
-                k = min(controller.next_length(lag, probe_lag), max(room, 0))
-            draft, source = Draft(), FREE
-            if controller.free_part:
-                drafter.free_max = min(self.spec.draft_max, max(room, 0))  # type: ignore[attr-defined]
-            if k > 0:
-                window = PROBE_WINDOW if controller.probing else None
-                if controller.free_only:  # paying does not pay: the drafter's free part alone
-                    draft = drafter.free_guess(history, k, job.sampling, draft_rng)
-                else:
-                    draft = drafter.draft(history, k, job.sampling, draft_rng, window)
-                source = evidence_source(draft.sources)
-                if controller.draft_is_free or controller.free_only:  # what pays at its match length
-                    keep = controller.fit_draft(len(draft.tokens), draft.match, source)
-                    if keep < len(draft.tokens):
-                        drafter.truncate(keep)
-                        if keep == 0 and controller.judge_unsent:
-                            guesses.offer(draft.tokens, draft.match, source, len(history))
-                        draft = draft.cut(keep)
-                if len(draft.tokens) < max(self.spec.draft_min, 1):
-                    drafter.truncate(0)
-                    draft = draft.cut(0)
-                if controller.probing:
-                    stats.probes += 1
-            stats.draft_time_s += draft.time_s
-            stats.draft_catchup_time_s += draft.catchup_s
-            stats.draft_catchup_tokens += draft.catchup_tokens
-            stats.draft_reads += int(draft.catchup_tokens > 0)
-            stats.draft_decodes += draft.decodes
-            stats.draft_adopted_tokens += draft.adopted_tokens
-            stats.draft_length = k
-            stats.drafting = not controller.off
+    def _sent(self, run: "_Run", guess: Draft, keep: int, source: str) -> Draft:
+        """The first `keep` tokens of a free guess go to the target; a guess not sent at all is
+        judged later where the policy asks for that (an edit's copy, a hybrid's guess)."""
+        assert run.free is not None
+        if guess.sources is None:
+            guess.sources = [run.free.kind] * len(guess.tokens)
+        run.free_sent = keep = min(keep, len(guess.tokens))
+        if keep == len(guess.tokens):
+            return guess
+        run.free.truncate(keep)
+        if keep == 0 and (run.policy.judge_unsent or run.model is not None):
+            run.policy.not_sent(guess, len(run.history), source)
+        out = guess.cut(keep)
+        if keep == 0:
+            out.match = 0
+        return out
 
-            batch = [pending] + draft.tokens
-            # While drafting (or probing) with a constant shape, every pass has pad_rows rows,
-            # an empty draft's too: the shape then stays the same from pass to pass.
-            pad = self.pad_rows if self.pad_rows and (k > 0 or not controller.off) else 0
-            shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
-            t0, device0 = time.perf_counter(), target.device_s
-            target.decode(batch, n_past, logits_from=0, pad_to=shape)
-            rows = target.logits_rows(len(batch))
-            if heal_left or guard:
-                mask = self._heal_mask(heal_left, guard)
-                verdict: Verdict = Verdict(0, self._choose(rows[0], job.sampling, rng, mask))
-            elif greedy:
-                verdict = verify_greedy(rows, draft.tokens)
-            else:
-                verdict = verify_sampled(rows, draft.tokens, draft.q, job.sampling, rng)
-            t_verify = time.perf_counter() - t0
-            stats.verify_time_s += t_verify
-            stats.device_time_s += target.device_s - device0
+    def _model_draft(self, run: "_Run", n: int, window: int | None, after: list[int] | None = None) -> Draft:
+        """The draft model's `n` tokens after the history (and `after`: a free guess it extends)."""
+        assert run.model is not None
+        run.model_from = len(run.history)
+        out = run.model.draft(run.history + after if after else run.history, n, run.job.sampling,
+                              run.draft_rng, window)
+        if out.sources is None:
+            out.sources = [run.model.kind] * len(out.tokens)
+        return out
 
-            m = verdict.accepted
-            if m < len(draft.tokens) or shape > len(batch):
-                target.trim(n_past + 1 + m)  # drop the rejected drafts' (and padding's) KV entries
-            if k > 0:
-                drafter.accept(m)
-            new = draft.tokens[:m] + [verdict.token]
-            history.extend(new)
-            pending = verdict.token
-            stats.record_pass(len(draft.tokens), m, draft.sources or [drafter.kind] * len(draft.tokens))
-            same_shape = not self.pad_rows or shape == self._last_rows
-            self._last_rows = shape
-            controller.observe(len(draft.tokens), m, draft.time_s - draft.catchup_s, t_verify,
-                               draft.catchup_s, draft.catchup_tokens, asked=k, match=draft.match,
-                               free=draft.free_tokens, rows=shape if pad else 0, same_shape=same_shape,
-                               source=source)
-            guesses.judge(history, controller.observe_guess)
-            why = emit(new)
-            stats.generation_time_s = time.perf_counter() - t_start
-            if job.on_stats:
-                job.on_stats(stats)
+    # -- step 2: verify --------------------------------------------------------------------------
+    def _step(self, run: "_Run", draft: Draft, asked: int) -> str | None:
+        """Verify `draft` in one target pass, then commit what the target kept."""
+        target, policy = self.target, run.policy
+        n_past = len(run.history) - 1  # KV holds history[:-1]; history[-1] is pending
+        batch = [run.history[-1]] + draft.tokens
+        # While drafting (or probing) with a constant shape, every pass has pad_rows rows, an
+        # empty draft's too: the shape then stays the same from pass to pass.
+        pad = self.pad_rows if self.pad_rows and (asked > 0 or not policy.off) else 0
+        shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
+        t0, device0 = time.perf_counter(), target.device_s
+        target.decode(batch, n_past, logits_from=0, pad_to=shape)
+        rows = target.logits_rows(len(batch))
+        if run.healing:
+            mask = self._heal_mask(run.heal_left, run.guard)
+            verdict: Verdict = Verdict(0, self._choose(rows[0], run.job.sampling, run.rng, mask))
+        elif is_greedy(run.job.sampling):
+            verdict = verify_greedy(rows, draft.tokens)
+        else:
+            verdict = verify_sampled(rows, draft.tokens, draft.q, run.job.sampling, run.rng)
+        verify_s = time.perf_counter() - t0
+        same_shape = not self.pad_rows or shape == self._last_rows
+        self._last_rows = shape
+        record = PassRecord(draft=draft, asked=asked, accepted=verdict.accepted, verify_s=verify_s,
+                            device_s=target.device_s - device0, rows=shape, padded=bool(pad),
+                            same_shape=same_shape, source=evidence_source(draft.sources),
+                            probing=asked > 0 and policy.probing, drafting=not policy.off)
+        return self._commit(run, record, verdict.token)
+
+    # -- step 3: commit --------------------------------------------------------------------------
+    def _commit(self, run: "_Run", record: PassRecord, token: int) -> str | None:
+        """Keep what the target kept: drop the rest's KV entries, tell the proposers, hand the
+        pass's record to the stats and the policy, and emit the new tokens."""
+        draft, m = record.draft, record.accepted
+        n_past = len(run.history) - 1
+        if m < len(draft.tokens) or record.rows > len(draft.tokens) + 1:
+            self.target.trim(n_past + 1 + m)  # drop the rejected drafts' (and padding's) KV entries
+        if run.free is not None and run.free_sent >= 0:
+            run.free.accept(min(m, run.free_sent))
+        if run.model is not None and run.model_from >= 0:
+            run.model.rewind(run.model_from + m)  # its cache holds its whole draft, sent or not
+        new = draft.tokens[:m] + [token]
+        run.history.extend(new)
+        run.stats.record(record)
+        run.policy.learn(record)
+        run.policy.judge(run.history)
+        why = self._emit(run, new)
+        run.stats.generation_time_s = time.perf_counter() - run.t_start
+        if run.job.on_stats:
+            run.job.on_stats(run.stats)
         return why
 
+    def _emit(self, run: "_Run", tokens: list[int]) -> str | None:
+        """Emit tokens in order; a finish reason when one of them ends generation (nothing after
+        it is emitted)."""
+        job, stats, target = run.job, run.stats, self.target
+        for tok in tokens:
+            if target.is_eog(tok) or tok in job.stop_tokens:
+                return "eos"
+            data = target.piece(tok)
+            if run.heal_left:  # this token re-creates (part of) the healed text: emit only the rest
+                cut = min(len(data), len(run.heal_left))
+                data, run.heal_left = data[cut:], run.heal_left[cut:]
+            if data:
+                run.guard = False  # text beyond the healed bytes exists: constraints are over
+            run.emitted.append(tok)
+            stats.tokens += 1
+            text = run.stream.feed(data)
+            if text and job.on_text:
+                job.on_text(text)
+            if run.stream.stopped:
+                return "stop"
+            if job.check_text:
+                why = job.check_text(run.stream.text)
+                if why:
+                    return why
+            if stats.tokens >= job.max_tokens:
+                return "length"
+        return None
+
+
+@dataclass
+class _Run:
+    """One request's state, shared by the loop's steps."""
+
+    job: GenerationJob
+    stats: Stats
+    history: list[int]  # prompt + emitted; the KV cache holds all but the last ("pending")
+    policy: DraftPolicy
+    free: Drafter | None  # the free proposer (lookup, session, an edit's copy), if any
+    model: Drafter | None  # the draft model, if any
+    heal_left: bytes  # healed text the next tokens must re-create
+    guard: bool  # the text after the healed bytes may not start with blanks
+    rng: np.random.Generator
+    draft_rng: np.random.Generator
+    t_start: float
+    emitted: list[int] = field(default_factory=list)
+    stream: TextStream = field(init=False)
+    free_sent: int = -1  # this pass: free guess tokens sent (-1: the free proposer was not asked)
+    model_from: int = -1  # this pass: the history length the model drafted after (-1: it did not)
+
+    def __post_init__(self) -> None:
+        self.stream = TextStream(self.job.stop)
+
+    @property
+    def healing(self) -> bool:
+        """Token healing: plain passes, each token masked to agree with the healed text."""
+        return bool(self.heal_left) or self.guard
+
+
+def _then(draft: Draft, more: Draft) -> Draft:
+    """A free guess followed by the draft model's tokens: one draft (the guess's proposals are
+    point masses for rejection sampling, as prompt lookup's)."""
+    n_free = len(draft.tokens)
+    q = None
+    if more.q:
+        head = []
+        for tok in draft.tokens:
+            row = np.zeros_like(more.q[0])
+            row[tok] = 1.0
+            head.append(row)
+        q = head + list(more.q)
+    return Draft(tokens=draft.tokens + more.tokens, q=q, time_s=draft.time_s + more.time_s,
+                 catchup_s=more.catchup_s, catchup_tokens=more.catchup_tokens, decodes=more.decodes,
+                 sources=(draft.sources or []) + (more.sources or []),
+                 match=draft.match, adopted_tokens=more.adopted_tokens, free_tokens=n_free)

@@ -7,7 +7,10 @@ Only counts and timings are stored; every derived figure is a property so nothin
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .drafters import PassRecord
 
 
 @dataclass
@@ -16,7 +19,7 @@ class Stats:
     drafted: int = 0  # draft tokens actually sent to the target for verification
     accepted: int = 0  # of those, how many the target kept
     num_drafts: int = 0  # target passes that verified at least one draft token
-    probes: int = 0  # of those, drafts the controller forced to learn (probes, cost measurements)
+    probes: int = 0  # of those, drafts the policy forced to learn (probes, cost measurements)
     target_passes: int = 0  # target decode calls during generation (prompt excluded)
     prompt_tokens: int = 0  # prompt tokens in the request
     prompt_tokens_decoded: int = 0  # of those, decoded now (the rest came from the prefix cache)
@@ -43,8 +46,8 @@ class Stats:
     device_time_s: float = 0.0
     generation_time_s: float = 0.0  # wall time from first generated token pass to the end
     draft_max: int = 0  # the largest draft length allowed
-    draft_length: int = 0  # the draft length the controller chose for the latest pass
-    drafting: bool = True  # False while the controller has turned drafting off (it did not pay)
+    draft_length: int = 0  # the draft length the policy chose for the latest pass
+    drafting: bool = True  # False while the policy has turned drafting off (it did not pay)
     drafted_by_position: list[int] = field(default_factory=list)
     accepted_by_position: list[int] = field(default_factory=list)
     # Draft tokens sent and accepted, by the drafter that proposed them ("session", "model", ...).
@@ -106,6 +109,22 @@ class Stats:
         ]
 
     # -- updates ---------------------------------------------------------------------------------
+    def record(self, rec: "PassRecord") -> None:
+        """Count one pass of the speculative loop (the record the draft policy learns from)."""
+        d = rec.draft
+        self.draft_time_s += d.time_s
+        self.draft_catchup_time_s += d.catchup_s
+        self.draft_catchup_tokens += d.catchup_tokens
+        self.draft_reads += int(d.catchup_tokens > 0)
+        self.draft_decodes += d.decodes
+        self.draft_adopted_tokens += d.adopted_tokens
+        self.draft_length = rec.asked
+        self.drafting = rec.drafting
+        self.probes += int(rec.probing)
+        self.verify_time_s += rec.verify_s
+        self.device_time_s += rec.device_s
+        self.record_pass(len(d.tokens), rec.accepted, d.sources)
+
     def record_pass(self, drafted: int, accepted: int, sources: list[str] | None = None) -> None:
         """Count one verification pass with `drafted` proposals of which the first `accepted` held;
         `sources` names the drafter of each proposal."""

@@ -212,3 +212,53 @@ def test_every_package_folder_ships_in_the_wheel():
             rel = init.parent.relative_to(REPO / folder).parts
             name = ".".join((package, *rel))
             assert name in listed, f"{init.parent.relative_to(REPO)} ({name}) is not in pyproject's packages"
+
+
+DRAFTER_KINDS = {"model", "hybrid", "lookup", "session", "none"}
+
+
+def drafter_state_writes(path: Path) -> list[str]:
+    """Assignments to a drafter's attributes (or to the decoder's drafter) made from outside the
+    object itself: `drafter.x = ...`, `decoder.drafter = ...`, `self.decoder.drafter.x = ...`."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for target in targets:
+            if not isinstance(target, ast.Attribute):
+                continue
+            base = ast.unparse(target.value)
+            if base != "self" and ("drafter" in base.lower() or target.attr == "drafter"):
+                found.append(f"{rel_id(path)}:{node.lineno}: {ast.unparse(target)} = ...")
+    return found
+
+
+def kind_checks(path: Path) -> list[str]:
+    """Decisions taken on a drafter's `kind` label (`drafter.kind == "model"`, `... in (...)`)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "kind" and "drafter" in ast.unparse(node.left.value).lower()):
+            continue  # (a setting's tagged choice, `draft.kind`, is read where a drafter is built)
+        names = {c.value for comp in node.comparators for c in ast.walk(comp)
+                 if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        if names & DRAFTER_KINDS:
+            found.append(f"{rel_id(path)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_caller_writes_a_drafters_state():
+    """Drafters are told what happened through their verbs (begin, draft, truncate, accept, rewind,
+    forget); the policy prices, the loop asks. A caller that writes a drafter's attributes wires a
+    second owner into it."""
+    writes = [w for folder in ("engine", "tui") for path in sources(folder) for w in drafter_state_writes(path)]
+    assert not writes, "\n".join(writes)
+
+
+def test_drafter_capabilities_are_structure_not_kind_strings():
+    """What a drafter can do is `parts()` (free proposer, draft model) and flags such as
+    `judge_unsent`; `kind` is a label for the stats, never a branch."""
+    checks = [c for folder in ("engine", "tui") for path in sources(folder) for c in kind_checks(path)]
+    assert not checks, "\n".join(checks)

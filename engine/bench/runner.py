@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..hybrid_drafter import draft_model, session_drafter
+from ..draft_pair import draft_model, session_drafter
 from ..stats import Stats
 from . import MAX_PAIRS
 from .costs import CostMeter, Costs, pooled_costs

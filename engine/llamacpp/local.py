@@ -30,11 +30,11 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import numpy as np
 
 from ..completion import Deadline, InlineStops, ended_completion
+from ..draft_pair import DraftPair, draft_model, session_drafter
 from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
-from ..edit_drafter import Prediction, predicting
+from ..edit_drafter import Prediction
 from ..edit_prompt import EditText
 from ..errors import EngineError, ModelLoadError
-from ..hybrid_drafter import HybridDrafter, draft_model, session_drafter
 from ..requests import (
     ChatRequest,
     CompletionRequest,
@@ -112,7 +112,7 @@ def _build_session_drafter(draft: DraftSettings, target: Model) -> SessionDrafte
     return SessionDrafter(draft.session_mb, store)
 
 
-def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: tuple[int, int]) -> Drafter:
+def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: tuple[int, int]) -> Drafter | DraftPair:
     """Build a drafter; a draft model must pass the pairing check against the target."""
     if draft.kind == "none":
         return NoDrafter()
@@ -134,7 +134,7 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
         # A derived copy of the target (same tensors, other types) reads the target's KV cache.
         source = target if is_derived_pair(target.path, draft.model.path) else None
         model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min, source=source)
-        return HybridDrafter(_build_session_drafter(draft, target), model) if draft.hybrid else model
+        return DraftPair(_build_session_drafter(draft, target), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
 
@@ -245,12 +245,12 @@ class LocalEngine:
         self._update_info(drafter)
         progress("ready", 1.0)
 
-    def _make_drafter(self, draft: DraftSettings) -> Drafter:
+    def _make_drafter(self, draft: DraftSettings) -> Drafter | DraftPair:
         spec = self.settings.speculative
         assert self.target is not None
         return load_drafter(draft, self.target, spec.p_min, (spec.ngram_min, spec.ngram_max))
 
-    def _update_info(self, drafter: Drafter) -> None:
+    def _update_info(self, drafter: Drafter | DraftPair) -> None:
         t = self.target
         assert t is not None
         session = session_drafter(drafter)
@@ -334,7 +334,7 @@ class LocalEngine:
         self._update_info(new)
 
     @staticmethod
-    def _close_drafter(drafter: Drafter) -> None:
+    def _close_drafter(drafter: Drafter | DraftPair) -> None:
         """Close a drafter; a session memory that could not be saved is logged (the app has gone)."""
         drafter.close()
         session = session_drafter(drafter)
@@ -429,14 +429,14 @@ class LocalEngine:
             target.set_threads(decode, batch)
         read.prompt_time_s = time.perf_counter() - t0
         if urgent or decode == batch:  # read as a request reads: what a token costs (FirstRead)
-            self.decoder.controller.observe_prompt(read.prompt_tokens_decoded, read.prompt_time_s)
+            self.decoder.policy.observe_prompt(read.prompt_tokens_decoded, read.prompt_time_s)
         return read
 
     def _fim_prompt(self, request: CompletionRequest, max_tokens: int) -> FimPrompt:
         """The request's FIM prompt, its first read bounded by what the KV cache holds and what a
         token costs to read (fim_prompt.py)."""
         assert self.target is not None and self.decoder is not None
-        cost = self.decoder.controller.costs.read_cost()
+        cost = self.decoder.policy.costs.read_cost()
         first = FirstRead(self.decoder.cached, cost[1], cost[0]) if cost else None
         return build_fim_prompt(self.target, request, max_tokens, first)
 
@@ -610,10 +610,9 @@ class LocalEngine:
             stop_tokens=stop_tokens, heal=heal, keep_indent=keep_indent, check_text=check_text, should_stop=should_stop,
             on_text=on_text, on_stats=on_stats, fixed_draft=fixed_draft, first_rank=first_rank,
             prefill_piece=PREFILL_PIECE if isinstance(request, (CompletionRequest, EditRequest)) else 0,
-            stop_prefill=cancelled,
+            stop_prefill=cancelled, prediction=prediction,
         )
-        with predicting(self.decoder, prediction, len(tokens)):
-            result = self.decoder.generate(job)
+        result = self.decoder.generate(job)
         # What the model wrote is part of the session: a later answer or edit may repeat it.
         self.remember_sync(result.tokens)
         if edit is not None:

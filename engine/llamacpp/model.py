@@ -221,7 +221,7 @@ class Model:
     def _warm_up(self) -> None:
         """Throw-away decodes, as llama.cpp's own tools do at load: the first decode pages the
         weights in and allocates the compute buffers, which would otherwise land in the first
-        request's timings (and the adaptive controller's first cost samples). On a GPU every
+        request's timings (and the adaptive policy's first cost samples). On a GPU every
         batch shape a verify pass, a draft or a prompt piece uses is decoded once too: its first
         use loads kernels (CUDA loads them lazily), which costs many times a normal pass; timed
         as what verifying costs, one such pass made drafting look too dear ever to try again."""

@@ -116,7 +116,7 @@ def test_passes_padded_to_one_shape_keep_the_targets_output_and_an_exact_cache(m
     eng = engine_factory(models.demo, kind, path, draft_max=8, adaptive=False, p_min=0.0,
                          constant_shape="on")
     assert eng.decoder.pad_rows == 9
-    assert eng.decoder.controller.costs.shape == 9 and 9 in eng.decoder.controller.costs.verify
+    assert eng.decoder.policy.costs.shape == 9 and 9 in eng.decoder.policy.costs.verify
     drafted = 0
     for prompt in PROMPTS:
         result = eng.run(GenerateRequest(prompt=prompt, max_tokens=N))

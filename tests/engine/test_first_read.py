@@ -97,7 +97,7 @@ def test_the_engine_reads_little_after_a_jump_and_the_whole_window_without_a_bud
     eng = engine_factory(models.demo)
     top = CompletionRequest(prefix=_at(FILE, 40), max_tokens=4)
     assert eng.run(top).stats.prompt_tokens_decoded > 100  # a read: the rate is measured
-    cost = eng.decoder.controller.costs.read_cost()
+    cost = eng.decoder.policy.costs.read_cost()
     assert cost is not None and cost[0] >= 0 and cost[1] > 0
     budget = cost[0] + 40 * cost[1]  # what reading 40 tokens costs
     jump = CompletionRequest(prefix=_at(FILE, 300), max_tokens=4, first_read_s=budget)
@@ -112,7 +112,7 @@ def test_the_engine_reads_little_after_a_jump_and_the_whole_window_without_a_bud
 def test_the_read_cost_is_a_line_through_the_sizes_read():
     """A short read costs more per token (each call has its overhead): priced per token alone,
     windows shrank with every short read."""
-    from specterm.engine.controller import CostModel
+    from specterm.engine.costs import CostModel
 
     costs = CostModel()
     assert costs.read_cost() is None

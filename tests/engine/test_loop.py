@@ -221,14 +221,14 @@ def test_costs_learned_in_one_request_carry_to_the_next(models, engine_factory):
     """Costs are the pair's and the machine's: a fixed-length run measures t_d and t_v(2) for the
     adaptive controller, and a new request keeps them (only acceptance evidence is discounted)."""
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, p_min=0.0)
-    costs = eng.decoder.controller.costs
+    costs = eng.decoder.policy.costs
     assert costs.draft_token is None and not costs.verify
     fixed = eng.run(GenerateRequest(prompt=PROMPT, max_tokens=12), fixed_draft=1).stats
     assert fixed.num_drafts > 0
     assert costs.draft_token is not None and 2 in costs.verify  # every pass drafted
     learned = dict(costs.verify)
     adaptive = eng.run(GenerateRequest(prompt=PROMPT + "    return a * b\n", max_tokens=12)).stats
-    assert set(learned) <= set(eng.decoder.controller.costs.verify)
+    assert set(learned) <= set(eng.decoder.policy.costs.verify)
     assert adaptive.probes <= 1  # at most the request's early probe: no first measurement needed
 
 
@@ -238,7 +238,7 @@ def test_a_probe_reads_only_recent_text_and_drafting_for_real_reads_the_window(m
     before it happens (the controller prices both from it)."""
     import numpy as np
 
-    from specterm.engine.controller import PROBE_WINDOW
+    from specterm.engine.policy import PROBE_WINDOW
 
     eng = engine_factory(models.demo, "model", models.draft_q4, draft_max=4, adaptive=False, p_min=0.0)
     drafter = eng.decoder.drafter

@@ -263,63 +263,58 @@ def test_a_huge_text_is_remembered_up_to_the_engines_cap(models, vocab):
         eng.close_sync()
 
 
-def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length(vocab):
-    """The controller's k is what pays for the draft model; a free guess may run past it (up to
-    the room the loop allows) when its match length has held, and is cut short when it has not."""
-    from specterm.engine.controller import CostModel
-    from specterm.engine.drafters import ModelDrafter
-    from specterm.engine.hybrid_drafter import HybridDrafter
+def _pair_policy():
+    from specterm.engine.policy import DraftPolicy
 
-    costs = CostModel()
+    policy = DraftPolicy(SpeculativeSettings(draft_max=16), free_part=True)
     for n, t in ((1, 0.010), (2, 0.012), (3, 0.013), (5, 0.015), (9, 0.019), (17, 0.027)) * 2:
-        costs.observe_verify(n, t)  # (twice: a size's first pass is a warm-up, not counted)
+        policy.costs.observe_verify(n, t)  # (twice: a size's first pass is a warm-up, not counted)
+    return policy
+
+
+def test_the_hybrid_sends_a_long_free_guess_whole_or_cuts_it_by_its_match_length():
+    """The policy's k is what pays for the draft model; a free guess may run past it (up to the
+    room the loop allows) when its match length has held, and is cut short when it has not."""
+    policy = _pair_policy()
     for g, t in ((1, 0.004), (3, 0.009)):
-        costs.observe_draft(g, t)
-    hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(vocab, 0.0), costs)
-    hybrid.free_acceptance = lambda match, source: 0.97 if match >= 4 else 0.3
-    assert hybrid.choose(12, 3, match=6) == (12, 0)  # a long match that holds: the whole guess
-    n_s, n_m = hybrid.choose(12, 3, match=1)  # a short match that fails: cut, or the model's
-    assert n_s < 4 and n_s + n_m <= 12
+        policy.costs.observe_draft(g, t)
+    for _ in range(40):
+        policy.observe_guess(6, 4, 4)  # 6-token matches held
+        policy.observe_guess(1, 4, 0)  # 1-token matches failed at once
+    assert policy.split(12, 3, lag=0, match=6) == (12, 0)  # a long match that holds: the whole guess
+    n_free, n_model = policy.split(12, 3, lag=0, match=1)  # a short match that fails: cut, or the model's
+    assert n_free < 4 and n_free + n_model <= 12
 
 
-def test_a_guess_the_hybrid_did_not_send_is_judged_by_what_the_target_wrote(models, vocab):
+def test_a_guess_the_hybrid_did_not_send_is_judged_by_what_the_target_wrote(vocab):
     """A match length starts at acceptance 1/2, and beside a draft model that agrees 99 % of the
-    time that never pays: the guess would never be sent, and never learn. So a guess the hybrid
-    did not send is compared with what the target wrote in its place, and the controller hears
-    how it would have done (a mismatch only where it is seen)."""
-    from specterm.engine.controller import CostModel
-    from specterm.engine.drafters import ModelDrafter
-    from specterm.engine.hybrid_drafter import HybridDrafter
+    time that never pays: the guess would never be sent, and never learn. So a guess not sent is
+    compared with what the target wrote in its place, and the policy learns how it would have
+    done (a mismatch only where it is seen)."""
 
-    costs = CostModel()
-    for n, t in ((1, 0.010), (2, 0.012), (3, 0.013), (5, 0.015), (9, 0.019)) * 2:
-        costs.observe_verify(n, t)
+    policy = _pair_policy()
     for g, t in ((1, 0.0001), (3, 0.0003)):  # a nearly free draft model: it is chosen
-        costs.observe_draft(g, t)
-    draft_model = Model.load(ModelSettings(path=models.draft_q4, ctx=512))
-    hybrid = HybridDrafter(SessionDrafter(memory_mb=8), ModelDrafter(draft_model, 0.0), costs)
-    hybrid.free_acceptance = lambda match, source: 0.0
-    heard = []
-    hybrid.guess_evidence = lambda *evidence: heard.append(evidence)
+        policy.costs.observe_draft(g, t)
     text = vocab.tokenize("def area(width, height):\n    return width * height\n\n\n"
                           "def perimeter(width, height):\n    return 2 * (width + height)\n",
                           add_special=False)
     prompt = text + text[:6]  # the text starts again: the session guesses how it went on
-    rng = np.random.default_rng(0)
-    hybrid.begin(prompt)
-    draft = hybrid.draft(prompt, 4, Sampling(), rng)
-    assert draft.sources == ["model"] * len(draft.tokens) and draft.match == 0
-    hybrid.accept(len(draft.tokens))  # (the model keeps being chosen)
-    hybrid.draft(prompt + text[6:9], 4, Sampling(), rng)  # the target wrote what it guessed
-    (match, known, held, source), = heard
-    assert match >= 6 and known == held == 3 and source == "free"
-    hybrid.accept(4)
-    heard.clear()
+    guess = SessionDrafter(memory_mb=8).draft(prompt, 4, Sampling(), np.random.default_rng(0))
+    assert guess.tokens == text[6:10] and guess.match >= 6
+    for _ in range(4):  # guesses at this match length have failed at once
+        policy.observe_guess(guess.match, 1, 0)
+    assert policy.split(len(guess.tokens), 4, lag=0, match=guess.match) == (0, 4)  # the model's
+    before = policy.acceptance_for(guess.match)
+    policy.not_sent(guess, len(prompt), "free")
+    policy.judge(prompt + text[6:8])  # two written, both as guessed: not decided yet
+    assert policy.acceptance_for(guess.match) == before
+    policy.judge(prompt + text[6:10])  # all four as guessed
+    held = policy.acceptance_for(guess.match)
+    assert held > before
+    policy.not_sent(guess, len(prompt), "free")
     other = vocab.tokenize(" # none", add_special=False)
-    hybrid.draft(prompt + text[6:9] + other, 4, Sampling(), rng)  # and now something else
-    hybrid.close()
-    (match, known, held, _), = heard
-    assert held == 0 and known >= 1
+    policy.judge(prompt + other[:1])  # and now something else at once
+    assert policy.acceptance_for(guess.match) < held
 
 
 def test_a_remembered_text_is_tokenized_in_line_pieces_that_join_back_to_it():

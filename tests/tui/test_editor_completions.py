@@ -304,7 +304,7 @@ async def test_after_a_move_the_first_read_is_short_and_a_pause_reads_the_whole_
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
         editor = app.active_editor
-        await wait_for(pilot, lambda: app.engine.decoder.controller.costs.read_cost() is not None, timeout=55)
+        await wait_for(pilot, lambda: app.engine.decoder.policy.costs.read_cost() is not None, timeout=55)
         editor.move_cursor((1001, 0))  # a blank line between two functions
         await pilot.press("d", "e", "f")
         await wait_for(pilot, lambda: any(r.stats is not None for r in app.completer.log.records), timeout=55)

@@ -9,12 +9,13 @@ import random
 
 import pytest
 
-from specterm.engine.controller import ORIGINAL, PROBE_WINDOW, CostModel, DraftController, UnsentGuesses
+from specterm.engine.costs import CostModel
+from specterm.engine.policy import ORIGINAL, PROBE_WINDOW, DraftPolicy, UnsentGuesses
 from specterm.engine.settings import SpeculativeSettings
 
 
 def run(passes: int, verify, accept, draft_token_s=0.0, draft_max=16):
-    c = DraftController(SpeculativeSettings(draft_max=draft_max))
+    c = DraftPolicy(SpeculativeSettings(draft_max=draft_max))
     lengths = []
     for i in range(passes):
         k = c.next_length()
@@ -45,7 +46,7 @@ def test_a_costly_draft_model_limits_the_length():
 
 
 def test_drafting_comes_back_when_it_starts_paying():
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     for _ in range(100):  # drafts always rejected: off
         k = c.next_length()
         c.observe(k, 0, 0.0, 0.01 + 0.001 * (k + 1))
@@ -59,7 +60,7 @@ def test_drafting_comes_back_when_it_starts_paying():
 
 
 def test_fixed_length_when_adaptive_is_off():
-    c = DraftController(SpeculativeSettings(draft_max=5, adaptive=False))
+    c = DraftPolicy(SpeculativeSettings(draft_max=5, adaptive=False))
     assert [c.next_length() for _ in range(3)] == [5, 5, 5]
 
 
@@ -73,7 +74,7 @@ def test_drafting_that_never_pays_costs_at_most_a_few_per_cent():
     passes, 2 % of the time; on a GPU (verifying is nearly free) short drafts keep being tried
     because even a rare acceptance would pay there, but they cost about as little."""
     def spend(verify) -> tuple[float, list[int]]:
-        c = DraftController(SpeculativeSettings(draft_max=8))
+        c = DraftPolicy(SpeculativeSettings(draft_max=8))
         spent = plain = 0.0
         drafts = []
         for i in range(1500):
@@ -95,7 +96,7 @@ def test_drafting_that_never_pays_costs_at_most_a_few_per_cent():
 def test_a_new_request_that_repeats_its_input_gets_drafting_back_quickly():
     """Hundreds of passes where nothing is accepted (completions: off), then an edit whose answer
     copies the file: the request's early probe sees it, and drafting comes back within it."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(600):
         k = c.fit_draft(c.next_length(), 3)
         c.observe(k, 0, 0.0, _cpu_verify(k + 1), match=3)
@@ -115,7 +116,7 @@ def test_a_completion_after_an_edit_that_copied_well_pays_little_for_the_stale_e
     """The edit taught 'almost everything is accepted'; the completion that follows accepts
     nothing. Its 64 passes may cost only a few passes more than plain decoding (without the
     discount on old evidence and its bound they cost 3.3 times as much)."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(300):
         k = c.fit_draft(c.next_length(), 4)
         c.observe(k, k, 0.0, _cpu_verify(k + 1), match=4)
@@ -132,7 +133,7 @@ def test_a_completion_after_an_edit_that_copied_well_pays_little_for_the_stale_e
 def test_an_accurate_draft_that_is_too_dear_is_not_probed_every_pass():
     """A draft model nearly as slow as the target (t_d = 0.7 t1, every token accepted) on a CPU:
     drafting cannot pay, and probes that hold must not turn into probing at every pass."""
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     spent = plain = 0.0
     drafted_passes = 0
     for i in range(1000):
@@ -152,7 +153,7 @@ def test_an_accurate_draft_that_is_too_dear_is_not_probed_every_pass():
 T1 = 0.012
 
 
-def _requests(c: DraftController, n: int, tokens: int, verify, accept, draft_token_s: float,
+def _requests(c: DraftPolicy, n: int, tokens: int, verify, accept, draft_token_s: float,
               lag_per_pass: int = 0, match: int = 3):
     """Run `n` requests of `tokens` tokens; per request: (time spent, plain time, draft passes)."""
     out = []
@@ -180,7 +181,7 @@ def test_forced_drafting_costs_each_short_request_at_most_a_few_per_cent():
     """A 64-token completion on a CPU, nothing accepted (lookup on new code): the request's own
     probes, early one included, stay within its budget, and the first request's cost
     measurement too."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     runs = _requests(c, 12, 64, _cpu_verify, accept=lambda k: 0, draft_token_s=0.0)
     for spent, plain, drafts in runs:
         assert spent <= 1.03 * plain, (spent / plain, drafts)
@@ -192,7 +193,7 @@ def test_no_forced_drafting_once_costs_show_drafting_cannot_pay():
     draft token 0.87 t1. Even drafts that are always accepted cannot pay, so after the costs are
     known nothing is forced but a look every few requests: every request runs at plain speed
     within 3 %, all of them within 1 %."""
-    c = DraftController(SpeculativeSettings(draft_max=16))
+    c = DraftPolicy(SpeculativeSettings(draft_max=16))
     runs = _requests(c, 15, 64, _cpu_verify, accept=lambda k: k, draft_token_s=0.87 * T1)
     assert c.off
     # once the costs are known, a look every few requests at most (in case they were measured
@@ -207,8 +208,8 @@ def test_costs_carry_to_the_next_request_and_from_fixed_length_runs():
     """Costs are the pair's and the machine's: a fixed-length run sharing the cost model teaches
     the adaptive controller, whose first request then decides without measuring anything."""
     spec = SpeculativeSettings(draft_max=8)
-    adaptive = DraftController(spec)
-    fixed = DraftController(SpeculativeSettings(draft_max=1, adaptive=False), costs=adaptive.costs)
+    adaptive = DraftPolicy(spec)
+    fixed = DraftPolicy(SpeculativeSettings(draft_max=1, adaptive=False), costs=adaptive.costs)
     for _ in range(30):
         k = fixed.next_length()
         fixed.observe(k, k, 0.87 * T1 * k, _cpu_verify(k + 1))
@@ -232,7 +233,7 @@ def test_a_draft_models_catch_up_is_charged_to_the_draft_that_needs_it():
     read first, but not when the draft model must first read 1,000 tokens to serve a
     few passes."""
     gpu = lambda n: 0.01 + 0.0005 * n  # noqa: E731
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     for _ in range(40):
         k = c.next_length()
         lag = 200 if k == 1 else 1  # the first draft reads the prompt
@@ -257,7 +258,7 @@ def test_free_drafts_are_cut_to_what_pays_at_their_match_length():
     accepted), drafts that follow a 4-token match are copied text (always accepted). One
     acceptance figure for both would send both or neither; per match length, the guesses stop
     being sent within a few passes and the copies keep long drafts."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     c.new_request(400)
     sent_guesses = []
     for i in range(400):
@@ -277,7 +278,7 @@ def test_a_copy_followed_for_long_drafts_longer_than_a_fresh_match():
     tokens holds to its end, one after a fresh 4-token match holds for 3 tokens on average (a
     miss one time in three). One figure for every match of 4 or more would cut the long copies to
     the fresh matches' length; per agreement length, the copies get full drafts."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     c.new_request(600)
     for i in range(300):
         match = 20 if i % 2 else 4
@@ -288,14 +289,14 @@ def test_a_copy_followed_for_long_drafts_longer_than_a_fresh_match():
     assert 0 < c.fit_draft(16, 4) < 8
     assert c.acceptance_for(40) == c.acceptance_for(16)  # one bucket from 16 tokens on
     # a length not drafted yet starts from the figure of the next shorter one
-    fresh = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    fresh = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(10):
         fresh.observe(8, 8, 0.0, _f32_verify(9), match=5)
     assert fresh.acceptance_for(9) == pytest.approx(fresh.acceptance_for(5))
     assert fresh.acceptance_for(20) > 0.8 and fresh.acceptance_for(3) == 0.5
 
 
-def _self_draft_request(c: DraftController, tokens: int, view: str,
+def _self_draft_request(c: DraftPolicy, tokens: int, view: str,
                         rng: random.Random) -> tuple[str, int]:
     """One request with a Q4_0 copy of the target as draft, memory-bound: t_d = 0.37 t1, 90 % of
     its tokens accepted, catch-up 0.0003 s a token on a 500-token prompt (a probe reads at most
@@ -327,7 +328,7 @@ def test_a_self_draft_starts_from_a_cheap_probe_and_its_acceptance_carries():
     first request learns the pair's acceptance from them and turns drafting on within itself,
     and the next request starts from that acceptance: it drafts for real from its first decision."""
     rng = random.Random(7)
-    c = DraftController(SpeculativeSettings(draft_max=16))
+    c = DraftPolicy(SpeculativeSettings(draft_max=16))
     c.new_request(128)
     assert c.rate(2, a=0.5) is None  # nothing measured yet
     view, first_real = _self_draft_request(c, 128, "none", rng)
@@ -364,7 +365,7 @@ def test_a_free_drafter_is_not_even_asked_where_no_match_length_pays():
     at the acceptance of an untried match length (1/2) no draft pays, so the drafter is not even
     run (its microseconds add up over every pass), except for the budgeted probes."""
     compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     c.new_request(300)
     asked, _ = _free_request(c, 300, compute, held=False)
     assert c.off and asked <= 300 * 0.08, asked
@@ -376,12 +377,11 @@ def test_an_edits_unsent_guesses_are_judged_and_turn_drafting_on_when_they_hold(
     nothing) and judged against what the target wrote, so a copy that holds turns drafting on
     within a few passes, without waiting for a probe."""
     compute = lambda n: 0.010 * (1 + 0.8 * (n - 1))  # noqa: E731
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
-    c.judge_unsent = True
-    c.new_request(300)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(300, judge_unsent=True)
     asked, sent = _free_request(c, 300, compute, held=False)
     assert c.off and asked > 200 and sent <= 300 * 0.08, (asked, sent)
-    c.new_request(300)
+    c.new_request(300, judge_unsent=True)
     _, sent = _free_request(c, 40, compute, held=True)
     assert not c.off and sent >= 10, (c.length, sent)
     assert c.acceptance_for(8) > 0.9
@@ -391,11 +391,10 @@ def test_a_free_drafter_is_not_even_asked_where_no_draft_could_pay():
     """Where verifying n tokens costs n single passes no draft pays even if every token holds:
     the drafter is not run (its microseconds add up over every pass), but for a rare look."""
     linear = lambda n: 0.010 * n  # noqa: E731
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
-    c.judge_unsent = True
-    c.new_request(300)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c.new_request(300, judge_unsent=True)
     _free_request(c, 300, linear, held=True)  # the costs are measured (probes)
-    c.new_request(300)
+    c.new_request(300, judge_unsent=True)
     asked, _ = _free_request(c, 300, linear, held=True)
     assert c.off and asked <= 300 * 0.08, asked
 
@@ -403,7 +402,7 @@ def test_a_free_drafter_is_not_even_asked_where_no_draft_could_pay():
 def test_an_edits_copy_keeps_its_own_evidence():
     """Drafts copied from an edit's original agree far more often than lookup's at the same match
     length: their evidence is their own, so neither prices the other."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     for _ in range(20):
         c.observe_guess(4, 1, 1, ORIGINAL)
         c.observe_guess(4, 1, 0)
@@ -417,9 +416,9 @@ def test_a_derived_drafts_prior_lets_short_drafts_out_at_once_where_they_pay():
     """Costs known (memory-bound, t_d = 0.37 t1), nothing drafted yet: at acceptance 1/2 no draft
     length pays, at a derived copy's prior (9/11) a short one does; where verifying is dear
     (compute-bound) the prior changes nothing."""
-    def known(prior, verify) -> DraftController:
-        c = DraftController(SpeculativeSettings(draft_max=8), prior=prior)
-        fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    def known(prior, verify) -> DraftPolicy:
+        c = DraftPolicy(SpeculativeSettings(draft_max=8), prior=prior)
+        fixed = DraftPolicy(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
         for k in (0, 1, 2, 3, 4) * 3:
             fixed.observe(k, 0, 0.37 * 0.015 * k, verify(k + 1))
         c.new_request(128)
@@ -451,9 +450,9 @@ def test_a_hybrid_sends_its_free_guess_where_paying_for_the_model_does_not_pay()
     session drafter whose 4-token matches always hold: the hybrid's controller turns the model off
     yet sends the free guess, judged by its match length; the free passes teach nothing about
     what the model costs or how often it is right."""
-    def run(free_part: bool) -> tuple[int, DraftController]:
-        c = DraftController(SpeculativeSettings(draft_max=8), free_part=free_part)
-        fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    def run(free_part: bool) -> tuple[int, DraftPolicy]:
+        c = DraftPolicy(SpeculativeSettings(draft_max=8), free_part=free_part)
+        fixed = DraftPolicy(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
         for k in (0, 1, 2, 3) * 3:
             fixed.observe(k, 0, 0.002 + 1.2 * 0.015 * k, _f32_verify(k + 1))
         c.new_request(256)
@@ -484,8 +483,8 @@ def test_a_hybrid_probes_its_free_guess_where_no_match_length_is_known_to_pay():
     def verify(n: int) -> float:
         return 0.017 * {1: 1.0, 2: 1.6, 3: 1.78}.get(n, 1.78 + 0.1 * (n - 3))
 
-    c = DraftController(SpeculativeSettings(draft_max=8), free_part=True)
-    fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    c = DraftPolicy(SpeculativeSettings(draft_max=8), free_part=True)
+    fixed = DraftPolicy(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
     for k in (0, 1, 2, 3) * 3:
         fixed.observe(k, 0, 0.002 + 0.017 * k, verify(k + 1))
     c.new_request(256)
@@ -515,8 +514,8 @@ def test_a_hybrid_never_probes_its_free_guess_where_fair_guesses_cannot_pay():
         t = table[lo] if lo == hi else table[lo] + (table[hi] - table[lo]) * (n - lo) / (hi - lo)
         return 0.010 * t
 
-    c = DraftController(SpeculativeSettings(draft_max=16), free_part=True)
-    fixed = DraftController(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), free_part=True)
+    fixed = DraftPolicy(SpeculativeSettings(draft_max=2, adaptive=False), costs=c.costs)
     for k in (0, 1, 2, 3) * 3:
         fixed.observe(k, 0, 0.002 + 0.006 * k, verify(k + 1))
     for n in table:
@@ -535,7 +534,7 @@ def test_a_hybrid_pass_teaches_the_model_only_from_the_model_tokens():
     """A hybrid pass sends a free session guess, sometimes extended by the draft model. Costs and
     acceptance are the draft model's: a pass of free tokens alone times nothing, and a model
     extension is timed for its own tokens and judged only where the target reached it."""
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     for _ in range(3):
         c.observe(0, 0, 0.0, 0.010)
     c.observe(6, 6, 0.0001, 0.020, asked=6, match=5, free=6)  # the session guess alone, held
@@ -562,7 +561,7 @@ def test_one_slow_first_batched_pass_does_not_price_probing_out_for_good():
     look dearer than a request's whole probe budget, so a free drafter whose drafts all hold
     never drafted again (GPU bench: 0 drafts on edits where llama.cpp's n-gram lookup gave 1.75x).
     A size's first pass is a warm-up, not its cost."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     first = True
     lengths = []
     for _ in range(4):
@@ -584,7 +583,7 @@ def test_passes_padded_to_one_shape_are_priced_at_that_shapes_steady_cost():
     steady cost (graph replay, measured at load) is 2 t1. A pass that changed the shape (a probe
     between plain passes: 4-5 t1 on the H200) is no sample of it. With drafts that hold, the
     controller drafts long."""
-    c = DraftController(SpeculativeSettings(draft_max=16), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=16), draft_is_free=True)
     t1 = 0.0013
     c.costs.seed_verify(1, t1)
     c.costs.seed_verify(17, 2 * t1)
@@ -606,7 +605,7 @@ def _memory_bound_verify(n: int) -> float:
     return 0.02 * (1 + 0.1 * (n - 1))
 
 
-def _draft_model_passes(c: DraftController, passes: int, drafts,
+def _draft_model_passes(c: DraftPolicy, passes: int, drafts,
                         draft_cost) -> tuple[float, float, list[int]]:
     """Run `passes` passes with a draft model that drafts `drafts(i, k)` of the k asked, all
     accepted, at `draft_cost(d)` a call; (tokens, seconds, the lengths asked)."""
@@ -630,7 +629,7 @@ def test_a_draft_model_that_stops_short_is_priced_by_what_it_drafts():
     tokens for ~3.3 t1: slower than plain decoding, though acceptance is 100 %. Priced as if it
     drafted the length asked (9 tokens a pass), drafting stayed on: 0.86x in the bench."""
     t1 = 0.02
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     tokens, spent, _ = _draft_model_passes(c, 600, lambda i, k: min(k, 1 + i % 3),
                                            lambda d: t1 * (1.5 + 0.3 * d))
     assert c.continuation < 0.9
@@ -641,7 +640,7 @@ def test_a_draft_model_that_drafts_what_is_asked_is_not_held_back():
     """The same costs, a draft model that always drafts the length asked (all accepted): long
     drafts pay (9 tokens for ~5.2 t1) and the stop figure stays at 1."""
     t1 = 0.02
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     _, _, lengths = _draft_model_passes(c, 300, lambda i, k: k, lambda d: t1 * (1.5 + 0.3 * d))
     assert c.continuation == 1.0 and not c.off and lengths[-1] >= 6
 
@@ -652,7 +651,7 @@ def test_a_draft_model_that_mostly_drafts_nothing_pays_for_its_reads():
     slower than plain decoding (6 tokens for 7 t1); a read that drafted nothing is a cost sample
     at length 0, so the controller turns drafting off."""
     t1 = 0.02
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     tokens, spent, _ = _draft_model_passes(c, 600, lambda i, k: min(k, 2 if i % 4 == 3 else 0),
                                            lambda d: t1 * (0.5 + 0.4 * d))
     assert c.costs.draft_by_length[0] == pytest.approx(0.5 * t1)  # the read, at length 0
@@ -664,7 +663,7 @@ def test_where_a_draft_model_stopped_short_in_prose_counts_little_in_the_next_re
     edit, where it drafts everything asked. Its first drafts must be able to show that: the stop
     evidence a request inherits is small."""
     t1 = 0.02
-    c = DraftController(SpeculativeSettings(draft_max=8))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8))
     for _ in range(300):  # prose: asked 8, drafted 0 or 1
         c.observe(0, 0, 0.3 * t1, t1, asked=8)
         c.observe(1, 1, 0.6 * t1, 1.1 * t1, asked=8)
@@ -681,7 +680,7 @@ def test_costs_measured_under_load_do_not_keep_drafting_off_for_good():
     draft could pay, so nothing was forced. Once the machine is quiet again a look now and then
     measures again (in a request long enough for its budget: chat answers here), and a draft that
     pays (memory-bound costs) is back within a few requests."""
-    c = DraftController(SpeculativeSettings(draft_max=8), prior=(8.0, 1.0))
+    c = DraftPolicy(SpeculativeSettings(draft_max=8), prior=(8.0, 1.0))
 
     def run(requests: int, tokens: int, load: float) -> tuple[float, float]:
         spent = plain = 0.0
@@ -713,7 +712,7 @@ def test_whether_drafting_can_pay_follows_the_costs_when_they_change():
     answer comes from the costs alone and is kept until they change, so it must change with
     them: costs measured on a busy CPU (k tokens cost k decodes) say no, the same pair on a quiet
     one (each extra token 0.1 t1) says yes."""
-    c = DraftController(SpeculativeSettings(draft_max=8), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=8), draft_is_free=True)
     sizes = (1, 2, 3, 5, 9)
     for n in sizes:
         for _ in range(9):
@@ -732,7 +731,7 @@ def test_batched_passes_are_priced_at_the_t1_of_the_text_now():
     drafting: t_v(2) measured beside a short prompt (1.8 t1 there) must not be priced beside a
     long one as if it were as cheap as it was then (1.3 of the new t1), or a free guess that
     holds half the time looks like it pays on a small model on a CPU, where it cannot."""
-    c = DraftController(SpeculativeSettings(draft_max=8), draft_is_free=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=8), draft_is_free=True)
     for _ in range(9):
         c.costs.seed_verify(1, 0.010)
     for n, ratio in ((2, 1.8), (3, 2.3), (5, 3.2)):
@@ -750,7 +749,7 @@ def test_a_guess_that_was_not_sent_counts_for_its_match_length():
     """A hybrid reports how a free guess it did not send would have done: agreement raises that
     match length's acceptance, a seen mismatch lowers it, and a guess the target has not written
     past yet (all of what is known agreed) counts no rejection."""
-    c = DraftController(SpeculativeSettings(draft_max=8), free_part=True)
+    c = DraftPolicy(SpeculativeSettings(draft_max=8), free_part=True)
     before = c.acceptance_for(20)
     for _ in range(10):
         c.observe_guess(20, 8, 8)

@@ -2,12 +2,12 @@
 
 With per-token acceptance a and draft length g, one target pass yields on average
 E(g) = (1 - a^(g+1)) / (1 - a) tokens and costs g * t_d (drafting) + t_v(g+1) (verifying g+1
-tokens). The controller measures a, t_d and t_v(n) online and picks the g that maximises
+tokens). The policy measures a, t_d and t_v(n) online and picks the g that maximises
 E(g) / (g * t_d + t_v(g+1)). g = 0 is plain decoding, chosen whenever drafting does not pay: a tiny
 target on a CPU, where verifying k tokens costs nearly k single decodes, or a drafter that keeps
 guessing wrong.
 
-What it costs to find out is bounded. Every draft the controller forces to learn something (the
+What it costs to find out is bounded. Every draft the policy forces to learn something (the
 first cost measurement, probes while drafting is off, the extra looks after a probe that held) is
 paid from a budget of _PROBE_BUDGET of each request's own plain-decoding time, so a short request
 loses at most that much; once the measured costs show that no draft length could pay even if
@@ -33,15 +33,10 @@ part.
 
 from __future__ import annotations
 
-import statistics
-from collections import deque
-from dataclasses import dataclass, field
-
-from .drafters import common_prefix
+from .costs import CostModel
+from .drafters import Draft, PassRecord, common_prefix
 from .settings import SpeculativeSettings
 
-_ALPHA = 0.15  # weight of a new timing sample in the moving averages
-_WINDOW = 9  # t_v(n) is the median of this many recent samples: a shared CPU has spikes
 _DECAY = 0.97  # per-pass decay of the acceptance evidence (recent passes matter more)
 _PROBE_LENGTH = 2  # draft tokens in a probe while drafting is off
 _PROBE_BUDGET = 0.02  # forced drafting may cost at most this share of a request's plain time ...
@@ -58,11 +53,12 @@ _REFRESH_REQUESTS = 4
 _CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
 _MATCH_BUCKETS = 6  # free drafts keep acceptance evidence per match length 1, 2, 3, 4-7, 8-15, 16+
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
+# No acceptance is certain: at a = 1 a draft that costs what it saves would look like a gain.
+_A_MAX = 0.999
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
 _HORIZON = 64  # passes a catch-up is spread over at most when deciding to turn drafting on
 _PRIOR_DRAFT = 0.5  # a draft model's token cost, in t1, until it is measured
 PROBE_WINDOW = 16  # a probe's draft model reads at most this much recent text first
-_SETTLED = 3  # cost samples (drafts; verifies of more than one token) before "drafting cannot pay"
 _PRIOR_VERIFY_SLOPE = 0.5  # extra cost of one more verified token, in t1, until measured
 # A hybrid probes its free part alone only where a fair n-gram guess (2 tokens of 3 held) would
 # pay: where verifying is memory-bound it does, on a small model on a CPU (compute-bound: a batch
@@ -109,6 +105,21 @@ class UnsentGuesses:
             observe(match, min(held + 1, len(tokens)), held, source)
 
 
+def expected_tokens(a: float, g: int, then: tuple[float, int] | None = None) -> float:
+    """Tokens one pass yields on average: the target's own token plus the expected accepted prefix
+    of g draft tokens that each hold with chance a (given the ones before held), followed by
+    `then` = (acceptance, count) more (a free guess extended by a draft model). The one formula:
+    the policy prices with it and the bench predicts with it."""
+    a = min(max(a, 0.0), 1.0)
+    run = float(g) if a >= 1.0 else (a - a ** (g + 1)) / (1.0 - a) if g > 0 else 0.0
+    total = 1.0 + run
+    if then is not None and then[1] > 0:
+        a2, g2 = min(max(then[0], 0.0), 1.0), then[1]
+        more = float(g2) if a2 >= 1.0 else (a2 - a2 ** (g2 + 1)) / (1.0 - a2)
+        total += (a ** max(g, 0)) * more
+    return total
+
+
 def match_bucket(match: int) -> int:
     """Evidence bucket of a free draft's match length: 1, 2, 3 alone, then doubling ranges. Why:
     the drafters report how long the text agreed with the draft's source (an edit's copy runs for
@@ -118,209 +129,12 @@ def match_bucket(match: int) -> int:
     return min(3 + (match // 4).bit_length(), _MATCH_BUCKETS)
 
 
-@dataclass
-class CostModel:
-    """Moving averages of measured times, in seconds."""
 
-    # One draft token, the steady catch-up before each draft included (a draft model decodes
-    # what the last pass emitted before it can draft: that is part of what every draft costs).
-    draft_token: float | None = None
-    # One token of a longer catch-up (a batched decode: text the draft model had not read).
-    catchup_token: float | None = None
-    # One prompt token decoded by the target: an upper bound for the draft's catch-up per token
-    # until that is measured (a draft model is no larger than its target).
-    prompt_token: float | None = None
-    # Batch size -> one target pass. A pass costs more the longer the context (attention reads
-    # every earlier position), and sizes above 1 are measured only while drafting, so their
-    # samples could be from another text than t1's: t_v(n) is kept as its ratio to the t1 of its
-    # own moment, times t1 now. Absolute, a bench's long FIM task priced its 2-row passes with
-    # samples from a shorter one (too cheap against its own t1) and drafted at a loss.
-    verify: dict[int, float] = field(default_factory=dict)
-    # Prompt reads by size (a power of two and up: 16, 32, ...) -> (tokens, seconds), averaged: a
-    # read costs a call's overhead plus its tokens, and a short read's cost per token misleads.
-    reads: dict[int, tuple[float, float]] = field(default_factory=dict)
-    draft_samples: int = 0
-    batched_samples: int = 0  # verify passes of more than one token measured (ever)
-    # Draft time by tokens drafted (running medians): a draft pays a fixed part (reading what
-    # the last pass emitted, the call) and a part per token, so one-token drafts (probes, a
-    # bench warm-up) alone would make every token look as dear as the fixed part.
-    draft_by_length: dict[int, float] = field(default_factory=dict)
-    _recent: dict[int, deque] = field(default_factory=dict, repr=False)  # t1: seconds; n > 1: (seconds, t1 then)
-    _ratio: dict[int, float | None] = field(default_factory=dict, repr=False)  # n > 1: median t_v(n) / t1
-    _recent_draft: dict[int, deque] = field(default_factory=dict, repr=False)
-    # Rows of every verify pass when the loop pads them to one shape (0: not padded): then any
-    # draft of up to shape - 1 tokens costs what a pass of that shape costs.
-    shape: int = 0
-    # The lines through `verify` and `draft_by_length`, kept until their points change: the
-    # controller prices every draft length each pass (can drafting pay, which length pays), and
-    # refitting for each of those prices was a visible share of a small model's pass on a CPU.
-    _fits: dict[str, tuple[float, float] | None] = field(default_factory=dict, repr=False)
-    # Bumped whenever a measured cost changes: what is computed from the costs alone (can any
-    # draft length pay?) holds until then.
-    revision: int = 0
-
-    def observe_verify(self, n: int, seconds: float) -> None:
-        """t_v(n) is a running median: one pass slowed down by another process on a shared
-        machine must not make drafting look cheap (t1 inflated) or dear (t_v(k) inflated). The
-        first pass of each batch size > 1 is a warm-up and not counted (as in the bench's cost
-        meter): a backend may set that shape up then (a GPU loading its kernels: many times a
-        normal pass), and a size drafted rarely would keep that one sample as its cost for good,
-        pricing every later probe above a request's budget."""
-        if n > 1 and n not in self._recent:  # (one-token passes come by the hundred: the first counts)
-            self._recent[n] = deque(maxlen=_WINDOW)
-            return
-        self.seed_verify(n, seconds)
-
-    def seed_verify(self, n: int, seconds: float) -> None:
-        """A steady-state t_v(n) measured outside the loop (repeated passes of one shape at load):
-        a first sample that counts."""
-        recent = self._recent.setdefault(n, deque(maxlen=_WINDOW))
-        if n == 1:
-            recent.append(seconds)
-            self._set_verify(1, statistics.median(recent))
-        else:
-            recent.append((seconds, self.verify.get(1)))
-            self.batched_samples += 1
-            # (a sample taken before any t1 counts as absolute: it is priced as measured)
-            self._ratio[n] = (statistics.median(s / then for s, then in recent)
-                              if all(then for _, then in recent) else None)
-        t1 = self.verify.get(1)
-        for k in ([n] if n > 1 else list(self._ratio)):
-            ratio = self._ratio[k]
-            if ratio is not None and t1:
-                self._set_verify(k, ratio * t1)
-            elif self._recent[k]:
-                self._set_verify(k, statistics.median(s if not then else s / then * (t1 or then)
-                                                      for s, then in self._recent[k]))
-
-    def _set_verify(self, n: int, value: float) -> None:
-        if self.verify.get(n) != value:
-            self.verify[n] = value
-            self._fits.pop("verify", None)
-            self.revision += 1
-
-    def observe_draft(self, tokens: int, seconds: float) -> None:
-        """A draft of `tokens` tokens took `seconds`. A draft model that stopped at once (its
-        first token below p_min) drafted nothing yet paid its read: a sample at length 0, which
-        is what the fixed part of every draft costs."""
-        if tokens > 0:
-            self.draft_token = _average(self.draft_token, seconds / tokens)
-            self.draft_samples += 1
-        recent = self._recent_draft.setdefault(max(tokens, 0), deque(maxlen=_WINDOW))
-        recent.append(seconds)
-        self.draft_by_length[max(tokens, 0)] = statistics.median(recent)
-        self._fits.pop("draft", None)
-        self.revision += 1
-
-    def draft_cost(self, g: float) -> float | None:
-        """Predicted time of a g-token draft: the line through the measured lengths (two or
-        more; intercept and slope kept >= 0), else g times the mean cost per token."""
-        if g <= 0:
-            return 0.0
-        fit = self._fit("draft", self.draft_by_length)
-        if fit is not None:
-            a, b = fit
-            if a < 0:  # the fixed part cannot be negative: all of it is per token
-                a, b = 0.0, max(sum(self.draft_by_length.values()) / sum(self.draft_by_length), 0.0)
-            return a + b * g
-        return None if self.draft_token is None else g * self.draft_token
-
-    def remeasure(self, draft_lengths, verify_size: int) -> None:
-        """Forget the samples of these draft lengths and this verify size: the next sample of
-        each stands alone (a one-off probe would not move a median of stale samples)."""
-        for n in draft_lengths:
-            if n in self._recent_draft:
-                self._recent_draft[n].clear()
-        if verify_size in self._recent:
-            self._recent[verify_size].clear()
-
-    def settled(self, draft_is_free: bool) -> bool:
-        """Enough samples that one slow first pass (a buffer allocated, pages touched) cannot
-        pass for what drafting costs, and a draft model's cost known at two lengths (one-token
-        drafts alone cannot tell its fixed part from its part per token)."""
-        if self.batched_samples < _SETTLED:
-            return False
-        return draft_is_free or (self.draft_samples >= _SETTLED and len(self.draft_by_length) >= 2)
-
-    def observe_catchup(self, tokens: int, seconds: float) -> None:
-        if tokens > 0:
-            self.catchup_token = _average(self.catchup_token, seconds / tokens)
-
-    def observe_prompt(self, tokens: int, seconds: float) -> None:
-        if tokens >= 16:  # a few tokens are dominated by per-call overhead
-            self.prompt_token = _average(self.prompt_token, seconds / tokens)
-        if tokens >= 4 and seconds > 0:
-            size = 1 << (tokens.bit_length() - 1)
-            n, t = self.reads.get(size, (float(tokens), seconds))
-            self.reads[size] = (_average(n, tokens), _average(t, seconds))
-            self._fits.pop("reads", None)
-
-    def read_cost(self) -> tuple[float, float] | None:
-        """(seconds a read costs, seconds each token adds) from the prompt reads measured: a line
-        through the sizes read (two or more), else one size's cost per token; None before any."""
-        if not self.reads:
-            return None
-        fit = self._fit("reads", {round(n): t for n, t in self.reads.values()})
-        if fit is not None and fit[1] > 0:
-            return max(fit[0], 0.0), fit[1]
-        n, t = max(self.reads.values())
-        return 0.0, t / n
-
-    def catchup(self, tokens: int) -> float:
-        """Predicted time for a draft model to read `tokens` tokens it has not seen."""
-        if tokens <= 0:
-            return 0.0
-        per = self.catchup_token if self.catchup_token is not None else self.prompt_token
-        if per is None:
-            per = self.draft_token or self.verify.get(1) or 0.0
-        return tokens * per
-
-    def t_verify(self, n: int, fit: tuple[float, float] | None = None) -> float | None:
-        """Measured t_v(n), or the line `fit` (see `line()`) through the measured sizes; with
-        padded passes, what a pass of `shape` rows costs for every n from 2 to `shape`."""
-        v = self.verify
-        if self.shape and 1 < n <= self.shape and self.shape in v:
-            return v[self.shape]
-        if n in v:
-            return v[n]
-        if fit is None:
-            fit = self.line()
-            if fit is None:
-                return None
-        a, b = fit
-        return max(a + b * n, 1e-6)
-
-    def line(self) -> tuple[float, float] | None:
-        """(intercept, slope) of t_v(n): least squares through the measured sizes (two or more)."""
-        return self._fit("verify", self.verify)
-
-    def _fit(self, key: str, points: dict[int, float]) -> tuple[float, float] | None:
-        if key not in self._fits:
-            self._fits[key] = _least_squares(points)
-        return self._fits[key]
-
-
-def _least_squares(points: dict[int, float]) -> tuple[float, float] | None:
-    """(intercept, slope >= 0) of the line through {x: y} (two or more points), else None."""
-    if len(points) < 2:
-        return None
-    xs = list(points)
-    ys = [points[x] for x in xs]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = max(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0, 0.0)
-    return my - slope * mx, slope
-
-
-def _average(old: float | None, new: float) -> float:
-    return new if old is None else old + _ALPHA * (new - old)
-
-
-class DraftController:
+class DraftPolicy:
     """Picks the next draft length; `fixed` (adaptive off) always returns draft_max.
 
     `costs` may be shared: costs are the pair's and the machine's, so a fixed-length run (bench
-    sweeps, warm-ups) teaches the adaptive controller what drafting and verifying cost."""
+    sweeps, warm-ups) teaches the adaptive policy what drafting and verifying cost."""
 
     def __init__(self, spec: SpeculativeSettings, *, draft_is_free: bool = False,
                  costs: CostModel | None = None, prior: tuple[float, float] = (0.0, 0.0),
@@ -365,14 +179,18 @@ class DraftController:
         self._expected = _EXPECTED_PASSES
         self.length = 0
         self.off = False  # True while drafting does not pay
-        # This request's free guesses are judged when not sent (the loop's UnsentGuesses): set per
-        # request by the loop, for a drafter that says its guesses are worth it (`judge_unsent`).
+        # This request's free guesses are judged when not sent, for a drafter that says its
+        # guesses are worth it (`Drafter.judge_unsent`: an edit's copy of its original).
         self.judge_unsent = False
+        # A free guess that was not sent, waiting to be judged against what the target writes.
+        self.unsent = UnsentGuesses()
 
-    def new_request(self, max_tokens: int | None = None) -> None:
+    def new_request(self, max_tokens: int | None = None, *, judge_unsent: bool = False) -> None:
         """New text may draft differently, so what the last request taught about acceptance
         counts for less (costs carry in full). Each request has its own probing budget, and
         while off it probes early, so an edit that repeats its input gets drafting back."""
+        self.judge_unsent = judge_unsent
+        self.unsent = UnsentGuesses()
         carry = _CARRY if self.draft_is_free else _CARRY_MODEL
         self._succ *= carry
         self._fail *= carry
@@ -515,10 +333,6 @@ class DraftController:
         self._match_succ[source][b], self._match_fail[source][b] = succ * scale, fail * scale
 
     # -- the model -------------------------------------------------------------------------------
-    def expected_tokens(self, g: int, a: float | None = None) -> float:
-        a = min(self.acceptance if a is None else a, 0.999)
-        return (1.0 - a ** (g + 1)) / (1.0 - a)
-
     def _draft_cost(self, g: float, t1: float) -> float:
         """Time of a g-token draft (free drafters: nothing; unmeasured: the prior per token)."""
         if self.draft_is_free or g <= 0:
@@ -536,7 +350,7 @@ class DraftController:
         t1 = self.costs.verify.get(1)
         if tv is None or t1 is None:
             return None
-        e = self.expected_tokens(g, a)
+        e = expected_tokens(min(self.acceptance if a is None else a, _A_MAX), g)
         if g == 0:
             return e / tv
         free = free or self.draft_is_free
@@ -544,7 +358,7 @@ class DraftController:
             # A draft model reaches position i with chance c^i: it drafts D tokens on average and
             # position i is accepted with chance (a c)^i.
             c = self.continuation
-            e = self.expected_tokens(g, (self.acceptance if a is None else a) * c)
+            e = expected_tokens(min((self.acceptance if a is None else a) * c, _A_MAX), g)
             drafted = sum(c ** i for i in range(1, g + 1))
             tv = self._t_verify_between(drafted + 1.0, fit)
             if tv is None:
@@ -609,7 +423,7 @@ class DraftController:
         extra = tv - t1 + self._draft_cost(length, t1)
         if lag > _STEADY_CATCHUP:
             extra += c.catchup(lag)
-        extra -= (self.expected_tokens(length, self.acceptance * self.continuation) - 1.0) * t1
+        extra -= (expected_tokens(min(self.acceptance * self.continuation, _A_MAX), length) - 1.0) * t1
         return max(extra, 0.0)
 
     def _allowance(self) -> float:
@@ -753,3 +567,44 @@ class DraftController:
 
     def _best_free_acceptance(self) -> float:
         return max(max(self._bucket_acceptance(source)[1:]) for source in self._match_succ)
+
+    # -- one pass --------------------------------------------------------------------------------
+    def learn(self, rec: PassRecord) -> None:
+        """What one pass cost and earned (the record the stats get too)."""
+        d = rec.draft
+        self.observe(len(d.tokens), rec.accepted, d.time_s - d.catchup_s, rec.verify_s, d.catchup_s,
+                     d.catchup_tokens, asked=rec.asked, match=d.match, free=d.free_tokens,
+                     rows=rec.rows if rec.padded else 0, same_shape=rec.same_shape, source=rec.source)
+
+    def not_sent(self, guess: Draft, at: int, source: str) -> None:
+        """A free guess made after `at` tokens of text was not sent: judge it once the target has
+        written there (`judge`), so its match length learns whether it pays without probes."""
+        self.unsent.offer(guess.tokens, guess.match, source, at)
+
+    def judge(self, history: list[int]) -> None:
+        self.unsent.judge(history, self.observe_guess)
+
+    # -- the hybrid: a free guess and a draft model ------------------------------------------------
+    def split(self, n_free: int, k: int, lag: int, match: int, source: str = FREE) -> tuple[int, int]:
+        """(free tokens, model tokens) to send, from a free guess of `n_free` tokens that followed
+        a `match`-token n-gram and the model's length `k` (what pays for the model); `lag`: what
+        the model reads before drafting. The proposal with the best expected tokens per second:
+        the model alone, the guess cut anywhere, or the guess extended by the model up to k. A
+        guess that keeps failing stops being sent, and one that holds saves the model's time."""
+        a_free = self.acceptance_for(match, source)
+        options = [(0, k)] + [(c, 0) for c in range(1, n_free + 1)]
+        if 0 < n_free < k:
+            options.append((n_free, k - n_free))
+        return max(options, key=lambda o: self._split_rate(o[0], o[1], lag + o[0] if o[1] else 0, a_free))
+
+    def _split_rate(self, n_free: int, n_model: int, lag: int, a_free: float) -> float:
+        c = self.costs
+        t1 = c.verify.get(1) or 1.0
+        draft = c.draft_cost(n_model)
+        if draft is None:
+            draft = n_model * _PRIOR_DRAFT * t1
+        if n_model and lag > _STEADY_CATCHUP:
+            draft += c.catchup(lag)
+        n = n_free + n_model
+        tv = c.t_verify(n + 1) or t1 * (1.0 + _PRIOR_VERIFY_SLOPE * n)
+        return expected_tokens(a_free, n_free, then=(self.acceptance, n_model)) / (draft + tv)
