@@ -69,7 +69,6 @@ async def test_cancel_takes_effect_within_a_pass_and_engine_stays_usable(engine)
     assert again.reason in ("length", "eos") and again.stats.tokens >= 1
 
 
-@pytest.mark.slow
 async def test_streamed_text_wakes_the_caller_a_few_times_a_second(engine):
     """The engine writes a token every few ms; the caller's loop gets the first text at once and
     then joined text at most every STREAM_WAKE_S, the same text in the same order."""
@@ -238,7 +237,6 @@ def test_a_completion_cut_by_time_ends_on_a_whole_line():
     assert ended_completion("    return x +", req, "time") == "    return x +"
 
 
-@pytest.mark.slow
 async def test_a_prewarm_returns_what_it_read_once_the_read_has_ended(engine):
     """Engine.prewarm reports its read as a request's Stats do (what the app sizes its prefix
     window from before any request ran); the same prompt again has nothing left to read."""
