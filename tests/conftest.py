@@ -1,8 +1,21 @@
-"""Session-wide real model files: the demo GGUF and copies derived from it once per run."""
+"""Session-wide real model files (the demo GGUF and copies derived from it once per run) and the
+`slow` tier.
+
+`pytest -m "not slow"` is the inner loop (logic, config, completion rules, CLI parsing, the engine
+loading and prompting the demo model); plain `pytest` (CI) runs everything. A test is slow when it
+- drives the real app: a coroutine test under tests/tui, or a snapshot (`snap_compare`);
+- runs the installed `specterm` command: it takes the `sandbox` or `bench` fixture;
+- starts or talks to a server: a server fixture, or a coroutine test under tests/remote;
+- generates with an engine it builds: it takes the `engine_factory` or an `engine` fixture;
+- or says so with `@pytest.mark.slow` / a module-level `pytestmark = pytest.mark.slow`: a test that
+  generates many tokens without the rules above catching it (sampled distributions, stored sessions).
+"""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
+from pathlib import Path
 
 import gguf
 import pytest
@@ -46,3 +59,27 @@ def models(tmp_path_factory) -> Models:
     not_gguf = d / "notes.gguf"
     not_gguf.write_text("this is not a model\n" * 10)
     return Models(demo, str(draft), str(fim), str(mismatch), str(unknown), str(truncated), str(not_gguf))
+
+
+SLOW_FIXTURES = frozenset({
+    "snap_compare", "sandbox", "bench", "engine_factory", "engine",
+    "llama_cpp_server", "own_llama_cpp_server", "llama_server", "own_llama_server", "plain_llama_server",
+})
+SLOW_COROUTINE_FOLDERS = ("tui", "remote")
+TESTS = Path(__file__).parent
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """The rules in this module's docstring, for one collected test."""
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    if not item.path.is_relative_to(TESTS):
+        return False
+    folder = item.path.relative_to(TESTS).parts[0]
+    return folder in SLOW_COROUTINE_FOLDERS and inspect.iscoroutinefunction(getattr(item, "obj", None))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)

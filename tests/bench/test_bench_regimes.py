@@ -100,6 +100,7 @@ def _module(functions: int) -> str:
                    f"    response.write(value * {i})\n    return response\n\n\n" for i in range(functions))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(binaries_dir() is None, reason="llama.cpp binaries not built (bench/build_llama_cpp.sh)")
 def test_compare_llama_cpp_takes_a_context_longer_than_the_servers(tmp_path: Path):
     """Issue #33: a tasks file whose context is a whole module made llama-server answer 400 and the
@@ -134,6 +135,7 @@ def test_compare_llama_cpp_takes_a_context_longer_than_the_servers(tmp_path: Pat
 
 
 @pytest.mark.skipif(binaries_dir() is None, reason="llama.cpp binaries not built (bench/build_llama_cpp.sh)")
+@pytest.mark.slow
 def test_compare_llama_cpp_skips_a_task_that_cannot_fit_and_compares_the_rest(demo_path):
     """A task whose own prompt and tokens exceed llama-server's context is skipped with the reason;
     the comparison of the other tasks still comes back (never one error for the whole run)."""

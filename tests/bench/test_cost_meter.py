@@ -9,6 +9,9 @@ from specterm.engine.bench.costs import CostMeter
 from specterm.engine.llamacpp.model import Model
 from specterm.engine.settings import ModelSettings
 
+# Slow tier (tests/conftest.py): the meter times decode rounds of every size on two models.
+pytestmark = pytest.mark.slow
+
 SIZES = (1, 2, 3, 5)
 
 

@@ -71,6 +71,7 @@ def test_prompt_longer_than_the_context_then_engine_still_works(models):
         eng.close_sync()
 
 
+@pytest.mark.slow
 def test_generation_stops_at_the_context_end_instead_of_aborting(models):
     """Drafting right up to the end of the context (fixed lengths: the adaptive controller's choices
     depend on timing, and so, at near-ties, does the text)."""

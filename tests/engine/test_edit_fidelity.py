@@ -19,6 +19,9 @@ from specterm.engine.llamacpp.model import Model
 
 from test_fidelity import greedy_trace
 
+# Slow tier (tests/conftest.py): each test generates whole edits, plain and drafted.
+pytestmark = pytest.mark.slow
+
 # The engine fixture's context (tests/engine/conftest.py); `conftest` is not importable by name in a whole-suite run.
 CTX = 2048
 

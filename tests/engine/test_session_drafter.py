@@ -28,6 +28,9 @@ from specterm.engine.settings import SamplingSettings as Sampling
 from test_fidelity import PROMPTS, assert_faithful, plain_trace
 from test_sampling import PROMPT, SAMPLING, chi2_critical, chi2_gof, exact_second_token
 
+# Slow tier (tests/conftest.py): the tests generate with the demo model, some sample whole distributions.
+pytestmark = pytest.mark.slow
+
 GREEDY = Sampling()
 CODE = '''\
 class Inventory:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 import numpy as np
+import pytest
 
 from specterm.engine import DraftSettings, EngineSettings, GenerateRequest, ModelSettings, SpeculativeSettings
 from specterm.engine.llamacpp.local import LocalEngine
@@ -14,6 +15,9 @@ from specterm.engine.session_index import NgramIndex
 from specterm.engine.session_store import SessionStore
 
 from test_session_drafter import CODE
+
+# Slow tier (tests/conftest.py): every test runs the engine to fill or read a stored session.
+pytestmark = pytest.mark.slow
 
 
 def session_engine(models, store: str, **spec) -> LocalEngine:

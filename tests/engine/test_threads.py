@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from specterm.engine import DraftSettings, EngineSettings, ModelSettings
 from specterm.engine.llamacpp.local import LocalEngine
+
+# Slow tier (tests/conftest.py): each test loads the model and decodes with a thread layout.
+pytestmark = pytest.mark.slow
 
 
 def load(models, **target) -> LocalEngine:

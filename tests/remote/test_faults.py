@@ -17,6 +17,9 @@ from specterm.tui.widgets.completion import Completer, CompletionOptions
 from fault_server import FaultServer
 from remote_servers import free_port, run_specterm
 
+# Slow tier (tests/conftest.py): every test talks to a fault server, most through the installed `specterm`.
+pytestmark = pytest.mark.slow
+
 FAST = dict(connect_timeout_s=1.0, retries=1, backoff_s=0.1, deadline_s=4.0)
 
 # mode -> words the user-facing message must contain

@@ -94,6 +94,7 @@ async def test_set_drafter_explains_that_the_server_decides():
     assert "--spec-draft-model" in str(err.value)
 
 
+@pytest.mark.slow
 def test_cli_unreachable_backend_exits_2_within_ten_seconds(tmp_path):
     port = free_port()
     t0 = time.monotonic()
@@ -105,12 +106,14 @@ def test_cli_unreachable_backend_exits_2_within_ten_seconds(tmp_path):
     assert res.stdout == ""
 
 
+@pytest.mark.slow
 def test_cli_openai_backend_without_url_names_the_key(tmp_path):
     res = run_specterm("generate", "--backend", "openai", "--prompt", "hello", cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "[engine] url" in res.stderr and "--url" in res.stderr
 
 
+@pytest.mark.slow
 def test_doctor_reports_an_unreachable_server(tmp_path):
     port = free_port()
     res = run_specterm("doctor", "--backend", "openai", "--url", f"http://127.0.0.1:{port}", cwd=tmp_path)
@@ -119,6 +122,7 @@ def test_doctor_reports_an_unreachable_server(tmp_path):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_cli_remote_backend_does_not_need_local_model_files(tmp_path):
     """On a laptop driving a GPU box, the [model] paths name files on the box, not here."""
     port = free_port()
