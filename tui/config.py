@@ -641,6 +641,7 @@ def _settings(merged: Mapping[str, Any], **rest: Any) -> Settings:
     draft_model = None
     if choice.path is not None:  # the draft holds the same tokens as the target: its context, threads
         draft_model = replace(model, path=choice.path, gpu_layers=choice.gpu_layers, demo=False)
+    # the app's own sections: the dataclasses declared in this module
     app = {name: _section(name, merged) for name, cls in SECTIONS.items() if cls.__module__ == __name__}
     return Settings(
         model=model,
