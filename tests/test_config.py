@@ -340,3 +340,15 @@ def test_project_file_may_not_choose_where_code_is_sent(env, tmp_path):
     # The same keys are fine in the user's own file or a file they pass explicitly.
     cfg = write(tmp_path / "mine.toml", '[engine]\nbackend = "openai"\nurl = "http://127.0.0.1:8080"\n')
     assert load(env, config_file=cfg).engine.backend == "openai"
+
+
+def test_a_draft_that_is_neither_a_keyword_nor_a_file_is_named_with_the_keywords(env, tmp_path):
+    msg = error_of(env, overrides={"model.draft": ""})
+    assert "'model.draft' is empty" in msg and '"session" or "lookup" or "none"' in msg
+    # a misspelt keyword is a path to a file that does not exist, and the error lists the keywords
+    msg = error_of(env, overrides={"model.draft": "sesion"}, cwd=tmp_path)
+    assert f"does not exist: {tmp_path / 'sesion'}" in msg and 'draft = "session"' in msg
+    assert "names a folder" in error_of(env, overrides={"model.draft": str(tmp_path)})
+    s = load(env, overrides={"model.draft": "sesion"}, cwd=tmp_path, check_files=False)
+    assert s.draft_choice.kind == "model" and s.draft.model is not None
+    assert s.draft.model.path == str(tmp_path / "sesion")
