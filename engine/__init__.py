@@ -23,7 +23,6 @@ from .requests import (
     TextDelta,
 )
 from .settings import (
-    DEMO_TARGET,
     DraftSettings,
     EngineSettings,
     ModelSettings,
@@ -34,7 +33,7 @@ from .stats import Stats
 
 __all__ = [
     "BackendUnavailableError", "ChatMessage", "ChatRequest", "CompletionRequest", "ContextFile", "EditRequest",
-    "ContextOverflowError", "DEMO_TARGET", "DraftSettings", "Engine", "EngineError", "EngineInfo",
+    "ContextOverflowError", "DraftSettings", "Engine", "EngineError", "EngineInfo",
     "EngineSettings", "Event", "Finished", "GenerateRequest", "ModelLoadError", "ModelSettings",
     "PairingError", "Request", "SamplingSettings", "SpeculativeSettings", "Stats", "StatsUpdate",
     "TextDelta",

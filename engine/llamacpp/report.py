@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EngineError, PairingError
-from ..settings import DEMO_TARGET, EngineSettings, ModelSettings
+from ..settings import EngineSettings, ModelSettings
 from .memory import model_kv_cache_bytes, system_ram
 
 if TYPE_CHECKING:
@@ -108,19 +108,14 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
     gpu = gpu_offload_supported()
     problems: list[str] = []
     warnings: list[str] = []
-    is_demo = demo if demo is not None else _is_demo(settings.target.path)
-    target_settings = settings.target
-    if target_settings.path == DEMO_TARGET:
-        try:
-            from .demo import demo_model_path
+    is_demo = demo if demo is not None else _is_demo(settings.target)
+    target_model = None
+    try:
+        from .demo import model_file
 
-            target_settings = replace(target_settings, path=demo_model_path())
-        except EngineError as err:
-            problems.append(str(err))
-
-    target_model = (
-        _load(target_settings, "target", problems) if target_settings.path != DEMO_TARGET else None
-    )
+        target_model = _load(replace(settings.target, path=model_file(settings.target)), "target", problems)
+    except EngineError as err:  # the demo's package is missing
+        problems.append(str(err))
     draft_model = None
     draft_problem: str | None = None
     if settings.draft.kind == "model":
@@ -176,13 +171,14 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
     )
 
 
-def _is_demo(path: str) -> bool:
-    if path == DEMO_TARGET:
+def _is_demo(target: ModelSettings) -> bool:
+    """The demo as configured, or the demo's file named by its path."""
+    if target.demo:
         return True
     try:
         from .demo import demo_model_path
 
-        return os.path.abspath(path) == os.path.abspath(demo_model_path())
+        return os.path.abspath(target.path) == os.path.abspath(demo_model_path())
     except EngineError:
         return False
 

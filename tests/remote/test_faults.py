@@ -62,7 +62,7 @@ def completion(**kw) -> CompletionRequest:
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 async def test_each_fault_is_a_clear_error_and_the_engine_recovers(fault_server, mode):
     engine = RemoteEngine(RemoteSettings(url=fault_server.url, **FAST))
-    completer = Completer(CompletionOptions())
+    completer = Completer(CompletionOptions.from_config())
     completer.engine = engine
     try:
         await engine.start()
@@ -103,7 +103,7 @@ async def test_reset_mid_stream_keeps_the_partial_text_and_says_so(fault_server)
 
 async def test_slow_first_byte_ends_by_the_time_budget_and_is_not_cached(fault_server):
     engine = RemoteEngine(RemoteSettings(url=fault_server.url, **FAST))
-    completer = Completer(CompletionOptions())
+    completer = Completer(CompletionOptions.from_config())
     completer.engine = engine
     try:
         await engine.start()

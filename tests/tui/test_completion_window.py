@@ -71,7 +71,7 @@ def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
     slow.observe(6000, _read(1800, 1800, 60.0))  # a big model on a CPU: never below the floor
     assert slow.chars == MIN_WINDOW_CHARS
 
-    completer = Completer(CompletionOptions())
+    completer = Completer(CompletionOptions.from_config())
     completer.window.observe(6000, _read(1800, 1800, 6.0))  # what the engine reported
     text = TEXT[:40_000]
     request = completer.build_request(text, "", "/p/a.py")

@@ -197,7 +197,7 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
 
     The copies are derived once and cached (engine/llamacpp/derive.py); a --draft flag given on the
     command line keeps its draft (lookup, none or a file) in either regime."""
-    from specterm.engine.settings import DEMO_TARGET
+    from specterm.engine.llamacpp.demo import model_file
 
     es = settings.engine_settings()
     # Every task starts from its own context: the bench never reads or writes a saved session memory.
@@ -206,11 +206,7 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
         return es, {"regime": args.regime}
     from specterm.engine.llamacpp.derive import ensure_copy, read_gguf_summary
 
-    target_path = es.target.path
-    if target_path == DEMO_TARGET:
-        from specterm.engine.llamacpp.demo import demo_model_path
-
-        target_path = demo_model_path()
+    target_path = model_file(es.target)
     info = {"regime": args.regime, "source_target": target_path}
 
     def show(message: str, fraction: float | None) -> None:
@@ -218,14 +214,15 @@ def regime_settings(args: argparse.Namespace, settings: Settings, progress: TtyP
 
     target = es.target
     if args.regime == "memory-bound" and read_gguf_summary(target_path).bits_per_weight < 16:
-        target = replace(es.target, path=str(ensure_copy(target_path, "f32", draft=False, on_progress=show)))
+        target = replace(es.target, path=str(ensure_copy(target_path, "f32", draft=False, on_progress=show)),
+                         demo=False)
         info["derived_target"] = target.path
     draft = es.draft
     if not hasattr(args, "draft"):
         kind = "q4_0" if args.regime == "memory-bound" else "q2_k"
         path = str(ensure_copy(target_path, kind, draft=True, on_progress=show))
         draft = replace(es.draft, kind="model",
-                        model=replace(target, path=path, gpu_layers=es.draft.model.gpu_layers
+                        model=replace(target, path=path, demo=False, gpu_layers=es.draft.model.gpu_layers
                                       if es.draft.model else target.gpu_layers))  # --hybrid stays
         info["derived_draft"] = path
     progress.clear()
@@ -304,16 +301,12 @@ def compare_with_llama_cpp(bench, data: dict, engine_settings, tasks, args, prog
     with the engine's models still loaded (the machine has the memory; llama.cpp's servers are idle
     while specterm runs and the other way round)."""
     from specterm.engine.bench.llama_cpp import compare
-    from specterm.engine.settings import DEMO_TARGET
+    from specterm.engine.llamacpp.demo import model_file
 
     def show(message: str, done: int, total: int) -> None:
         progress(f"[{_bar(done, total)}] {done}/{total} llama.cpp: {message}", None)
 
-    target = engine_settings.target.path
-    if target == DEMO_TARGET:
-        from specterm.engine.llamacpp.demo import demo_model_path
-
-        target = demo_model_path()
+    target = model_file(engine_settings.target)
     jobs = [(t.name, t.kind, *bench.prompts[t.name], bench.context_ids(t)) for t in tasks if t.name in bench.prompts]
     mine = {t["name"]: t["speedup"] for t in data["tasks"]}
     result = compare(engine_settings, target, jobs, mine, repeat=args.repeat, on_progress=show)

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from specterm.engine.settings import DraftSettings
 
-from ..config import is_draft_keyword
+from ..config import parse_draft
 from .common import UsageError
 
 
@@ -33,12 +33,13 @@ def parse_also(text: str) -> list[str]:
 def draft_settings(item: str, engine_settings) -> DraftSettings:
     """The DraftSettings for one --also item (a path is a draft model with the target's settings)."""
     base = engine_settings.draft
-    if item != "none" and is_draft_keyword(item):  # lookup or session
-        return DraftSettings(kind=item, session_mb=base.session_mb)
+    choice = parse_draft(item, engine_settings.target.gpu_layers)
+    if choice.kind in ("lookup", "session"):
+        return DraftSettings(kind=choice.kind, session_mb=base.session_mb)
     path = Path(item).expanduser()
     if not path.is_file():
         raise UsageError(f"--also: {item} is neither lookup, session nor a GGUF file.")
-    return DraftSettings(kind="model", model=replace(engine_settings.target, path=str(path)),
+    return DraftSettings(kind="model", model=replace(engine_settings.target, path=str(path), demo=False),
                          session_mb=base.session_mb)
 
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from specterm.engine.errors import EngineError
 from specterm.engine.models.catalogue import Catalogue, CatalogueModel, ModelFile, Pair, load_catalogue
 
-from ..config import Settings
+from ..config import Settings, is_demo_target
 from .common import TtyProgress, UsageError
 
 NAME = "models"
@@ -243,7 +243,7 @@ def run_derive(args: argparse.Namespace, catalogue: Catalogue) -> int:
 # --- compatible drafts for one target -----------------------------------------------------------
 def resolve_target(name: str, catalogue: Catalogue) -> Path:
     """A GGUF path as given, "demo", or the downloaded target file of a catalogue pair."""
-    if name == "demo":
+    if is_demo_target(name):
         from specterm.engine.llamacpp.demo import demo_model_path
 
         return Path(demo_model_path())
@@ -293,8 +293,8 @@ def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
 
     for path in sorted(cache_dir().glob("*.gguf")):  # copies `derive` wrote for the demo or the hub cache
         add(path, str(path))
-    draft = settings.model.draft
-    if draft not in ("lookup", "none"):
+    draft = settings.draft_choice.path
+    if draft is not None:
         add(Path(draft), draft)
     return found
 
@@ -305,11 +305,11 @@ def drafts_for(target: Path, settings: Settings) -> dict[str, Any]:
     from specterm.engine.settings import DraftSettings
 
     base = settings.engine_settings()
-    target_settings = replace(base.target, path=str(target))
+    target_settings = replace(base.target, path=str(target), demo=False)  # build_report tells the demo's file
     rows = []
     for cand in _candidates(target, settings):
         draft_model = replace(target_settings, path=str(cand.path),
-                              gpu_layers=settings.model.draft_gpu_layers)
+                              gpu_layers=settings.draft_choice.gpu_layers)
         report = build_report(replace(base, target=target_settings,
                                       draft=DraftSettings(kind="model", model=draft_model)))
         reason = None

@@ -10,61 +10,45 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import AsyncIterator, Callable, Mapping
 
 from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finished, Stats, TextDelta
 from specterm.engine.completion import worth_caching
 
-from ..config import key_names
+from ..config import CompletionConfig, KeysConfig, builtin_settings, key_names
 from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
 from .suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
 
 EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
 
 
-DEFAULT_ACCEPT_KEYS = MappingProxyType({"tab": "accept_completion", "ctrl+right": "accept_word",
-                                        "end": "accept_line"})
 ACCEPT_ACTIONS = {"accept": "accept_completion", "accept_word": "accept_word", "accept_line": "accept_line"}
 
 
-def accept_keys(keys) -> Mapping[str, str]:
+def accept_keys(keys: KeysConfig) -> Mapping[str, str]:
     """Key name -> editor action from the `[keys]` section (validated by the config loader)."""
     return MappingProxyType({name: action for option, action in ACCEPT_ACTIONS.items()
                              for name in key_names(getattr(keys, option))})
 
 
-@dataclass(frozen=True)
-class CompletionOptions:
-    """The `[completion]` config section, in the units the UI uses."""
+DEFAULT_ACCEPT_KEYS = accept_keys(builtin_settings().keys)  # config.toml's [keys]
 
-    auto: bool = True
-    debounce_s: float = 0.25
-    max_tokens: int = 64
-    multiline: bool = True
-    max_lines: int = 8
-    max_line_suffix: int = 8  # no automatic suggestion before more text than this on the line
-    time_budget_s: float | None = 3.0
-    predict_budget_s: float | None = 0.5
-    # key name -> the editor action it runs while a suggestion is shown ([keys] in config.toml)
-    accept_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(DEFAULT_ACCEPT_KEYS))
+
+@dataclass(frozen=True)
+class CompletionOptions(CompletionConfig):
+    """The `[completion]` section (its fields and units are CompletionConfig's) with the `[keys]`
+    the editor acts on while a suggestion is shown."""
+
+    accept_keys: Mapping[str, str]  # key name -> editor action
 
     @classmethod
-    def from_config(cls, config, keys=None) -> "CompletionOptions":
-        """From `[completion]` (tui.config.CompletionConfig) and `[keys]` (KeysConfig; None: the
-        default keys)."""
-        return cls(
-            accept_keys=DEFAULT_ACCEPT_KEYS if keys is None else accept_keys(keys),
-            auto=config.auto,
-            debounce_s=config.debounce_ms / 1000.0,
-            max_tokens=config.max_tokens,
-            multiline=config.multiline,
-            max_lines=config.max_lines,
-            max_line_suffix=config.max_line_suffix,
-            time_budget_s=config.time_budget_s,
-            predict_budget_s=config.predict_budget_s,
-        )
+    def from_config(cls, config: CompletionConfig | None = None, keys: KeysConfig | None = None) -> "CompletionOptions":
+        """From `[completion]` and `[keys]`; None: config.toml's own (the built-in defaults)."""
+        config = builtin_settings().completion if config is None else config
+        values = {f.name: getattr(config, f.name) for f in fields(CompletionConfig)}
+        return cls(**values, accept_keys=DEFAULT_ACCEPT_KEYS if keys is None else accept_keys(keys))
 
 
 def stable_window_start(prefix: str, max_chars: int) -> int:
