@@ -17,7 +17,6 @@ Cancellation is checked before every target pass, so it takes effect within one 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 import math
 import queue
@@ -35,6 +34,7 @@ from ..drafters import Drafter, LookupDrafter, ModelDrafter, NoDrafter
 from ..edit_drafter import Prediction
 from ..edit_prompt import EditText
 from ..errors import EngineError, ModelLoadError
+from ..heap import release_freed_memory
 from ..requests import (
     ChatRequest,
     CompletionRequest,
@@ -71,18 +71,10 @@ REMEMBER_MAX_CHARS = 128 * 1024
 # tokenizer on 256 KB at once took 13 MB that the C allocator kept (1.4 MB in 16 KB pieces). A
 # token that would have spanned a cut is two in the session memory, which only proposes drafts.
 REMEMBER_PIECE_CHARS = 16 * 1024
-TRIM_AFTER_TOKENS = 4096  # a remembered text this long hands the freed heap back (`trim_c_heap`)
+# A remembered text this long hands the freed heap back: indexing it frees a few MB of tokenizer
+# and numpy temporaries on the worker thread, which glibc otherwise keeps in that thread's arena.
+TRIM_AFTER_TOKENS = 4096
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
-
-
-def trim_c_heap() -> None:
-    """Hand the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing).
-    Why: indexing a file frees a few MB of tokenizer and numpy temporaries on the worker thread,
-    which glibc otherwise keeps in that thread's arena for good."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):
-        pass
 
 
 def line_pieces(text: str, size: int) -> Iterator[str]:
@@ -359,7 +351,7 @@ class LocalEngine:
             tokens = text
         drafter.remember(tokens)
         if isinstance(text, str) and len(tokens) > TRIM_AFTER_TOKENS:
-            trim_c_heap()
+            release_freed_memory()
 
     async def forget_session(self) -> None:
         """Empty the session drafter's memory, on the worker (after what is queued before it)."""

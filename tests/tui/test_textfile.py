@@ -59,7 +59,7 @@ def test_newline_detection():
 
 
 def test_the_text_is_handed_over_once_and_a_save_keeps_no_copy(tmp_path):
-    from specterm.tui.memory import release_freed_memory
+    from specterm.engine.heap import release_freed_memory
 
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")
