@@ -31,7 +31,7 @@ def main() -> int:
     args = p.parse_args()
 
     from specterm.engine.bench.costs import CostMeter
-    from specterm.engine.llamacpp.model import Model
+    from specterm.engine.llamacpp.model import LlamaModel
     from specterm.engine.settings import ModelSettings
 
     from compare_llama_cpp import requantized_copy, target_path  # bench/, next to this script
@@ -48,7 +48,7 @@ def main() -> int:
     for _ in range(args.repeat):
         for threads in (int(t) for t in args.threads.split(",")):
             for name, path in paths.items():
-                m = Model.load(ModelSettings(path=path, threads=threads, ctx=2048, gpu_layers=0))
+                m = LlamaModel.load(ModelSettings(path=path, threads=threads, ctx=2048, gpu_layers=0))
                 try:
                     meter = CostMeter(m, None, sizes=SIZES, context=m.tokenize(context_text)[:300])
                     meter.sample(args.rounds)

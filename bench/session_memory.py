@@ -20,7 +20,7 @@ import tracemalloc
 from pathlib import Path
 
 from specterm.engine.llamacpp.demo import demo_model_path
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 from specterm.engine.session_drafter import SessionDrafter
 from specterm.engine.settings import ModelSettings
 
@@ -37,7 +37,7 @@ def main() -> int:
     p.add_argument("--mb", type=int, default=32, help="memory cap of the session index (MB)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    vocab = Model.load(ModelSettings(path=demo_model_path()), vocab_only=True)
+    vocab = LlamaModel.load(ModelSettings(path=demo_model_path()), vocab_only=True)
     files = sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))
     rss_before = current_rss_mb()
     tracemalloc.start()

@@ -56,7 +56,7 @@ from .demo import model_file
 from .derive import is_derived_pair
 from .edit_prompt import build_edit_tokens
 from .fim_prompt import FimPrompt, FirstRead, build_fim_prompt
-from .model import Model, gpu_offload_supported, set_verbose
+from .model import LlamaModel, gpu_offload_supported, set_verbose
 from .pairing import check_pair
 
 ProgressFn = Callable[[str, float], None]
@@ -88,7 +88,7 @@ def line_pieces(text: str, size: int) -> Iterator[str]:
         start = end
 
 
-def _build_session_drafter(draft: DraftSettings, target: Model) -> SessionDrafter:
+def _build_session_drafter(draft: DraftSettings, target: LlamaModel) -> SessionDrafter:
     """The session drafter, reading its memory back from `session_store` when one is set."""
     store = None
     if draft.session_store:
@@ -96,7 +96,8 @@ def _build_session_drafter(draft: DraftSettings, target: Model) -> SessionDrafte
     return SessionDrafter(draft.session_mb, store)
 
 
-def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: tuple[int, int]) -> Drafter | DraftPair:
+def load_drafter(draft: DraftSettings, target: LlamaModel, spec_p_min: float,
+                 ngram: tuple[int, int]) -> Drafter | DraftPair:
     """Build a drafter; a draft model must pass the pairing check against the target."""
     if draft.kind == "none":
         return NoDrafter()
@@ -110,14 +111,14 @@ def load_drafter(draft: DraftSettings, target: Model, spec_p_min: float, ngram: 
                                  hint="Set [model] draft to a GGUF path, or use 'lookup' or 'none'.")
         # Check the tokenizers on a vocab-only load first: a mismatched draft is refused before
         # gigabytes of weights are read.
-        vocab = Model.load(draft.model, vocab_only=True, what="draft model")
+        vocab = LlamaModel.load(draft.model, vocab_only=True, what="draft model")
         try:
             check_pair(target, vocab)
         finally:
             vocab.close()
         # A derived copy of the target (same tensors, other types) reads the target's KV cache.
         source = target if is_derived_pair(target.path, draft.model.path) else None
-        model = ModelDrafter(Model.load(draft.model, what="draft model"), spec_p_min, source=source)
+        model = ModelDrafter(LlamaModel.load(draft.model, what="draft model"), spec_p_min, source=source)
         return DraftPair(_build_session_drafter(draft, target), model) if draft.hybrid else model
     raise ModelLoadError(f"Unknown draft kind {draft.kind!r}.",
                          hint="Use a GGUF path, 'session', 'lookup' or 'none'.")
@@ -195,7 +196,7 @@ class LocalEngine:
     def __init__(self, settings: EngineSettings, *, on_progress: ProgressFn | None = None) -> None:
         self.settings = settings
         self.on_progress = on_progress
-        self.target: Model | None = None
+        self.target: LlamaModel | None = None
         self.decoder: SpeculativeDecoder | None = None
         self._session = Stats(draft_max=settings.speculative.draft_max)
         self._jobs: "queue.Queue[_Job | Callable[[], None] | None]" = queue.Queue()
@@ -217,7 +218,7 @@ class LocalEngine:
         progress = self.on_progress or (lambda msg, frac: None)
         target_settings = replace(self.settings.target, path=model_file(self.settings.target))
         progress(f"loading target {target_settings.path}", 0.0)
-        self.target = Model.load(target_settings, what="target model")
+        self.target = LlamaModel.load(target_settings, what="target model")
         progress("loading draft", 0.5)
         try:
             drafter = self._make_drafter(self.settings.draft)

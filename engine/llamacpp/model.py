@@ -1,6 +1,6 @@
 """The one place that talks to llama.cpp.
 
-`Model` wraps a llama.cpp model and its single context: loading with checks done on the Python side
+`LlamaModel` wraps a llama.cpp model and its single context: loading with checks done on the Python side
 before llama.cpp could abort the process, tokenization, batched decoding into a batch buffer that is
 allocated once, logits read as numpy views of llama.cpp's own memory, and KV-cache trimming.
 Everything above this module works with plain token ids and numpy arrays.
@@ -77,7 +77,7 @@ def _recent_errors() -> str:
     return "; ".join(dict.fromkeys(hits[-3:]))
 
 
-# Batch sizes decoded once at load on a GPU (see Model._warm_up): every verify pass up to 16
+# Batch sizes decoded once at load on a GPU (see LlamaModel._warm_up): every verify pass up to 16
 # drafted tokens, and the larger shapes of prompt pieces and draft catch-ups.
 GPU_WARM_SIZES = tuple(range(1, 18)) + (32, 64, 128, 256, 512)
 
@@ -123,7 +123,7 @@ def check_gguf_file(path: str, *, what: str = "model") -> None:
         )
 
 
-class Model:
+class LlamaModel:
     """A loaded GGUF model plus one llama.cpp context (not thread-safe: one owner thread)."""
 
     # Set by load(); n_ctx and n_batch only when the model has a context (not vocab_only).
@@ -135,7 +135,7 @@ class Model:
     n_ctx: int
     n_batch: int
 
-    def __init__(self) -> None:  # use Model.load()
+    def __init__(self) -> None:  # use LlamaModel.load()
         self._model: lc.llama_model_p | None = None
         self._ctx: lc.llama_context_p | None = None
         self._batch: lc.llama_batch | None = None
@@ -143,14 +143,14 @@ class Model:
         self._mem: lc.llama_memory_t | None = None
         self._pieces: list[bytes] | None = None
         self._pad = 0  # padding rows of the last decode (see decode's pad_to)
-        self.device_s = 0.0  # in llama_decode and its synchronize (Model protocol)
+        self.device_s = 0.0  # in llama_decode and its synchronize (the Model protocol)
         self._closed = True
         # reused by adopt_cache (allocating it each time costs more than the copy)
         self._state_buf: np.ndarray | None = None
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
-    def load(cls, settings: ModelSettings, *, vocab_only: bool = False, what: str = "model") -> "Model":
+    def load(cls, settings: ModelSettings, *, vocab_only: bool = False, what: str = "model") -> "LlamaModel":
         _init_backend()
         path = str(Path(settings.path).expanduser())
         check_gguf_file(path, what=what)
@@ -544,7 +544,7 @@ class Model:
         """Positions held in the KV cache (sequence 0)."""
         return int(lc.llama_memory_seq_pos_max(self._mem, 0)) + 1
 
-    def reserve_adoption(self, source: "Model") -> int:
+    def reserve_adoption(self, source: "LlamaModel") -> int:
         """Size the buffer `adopt_cache` copies through for `source`'s cache as it is now (twice
         over, pages touched): the first touch of new pages costs time in proportion to their size,
         which must land outside a timed draft. Returns the bytes the copy needs now."""
@@ -553,7 +553,7 @@ class Model:
             self._state_buf = np.ones(2 * size, np.uint8)  # ctypes arrays zero-fill slower still
         return size
 
-    def adopt_cache(self, source: "Model", n_tokens: int) -> bool:
+    def adopt_cache(self, source: "LlamaModel", n_tokens: int) -> bool:
         """Make this context's KV cache a copy of `source`'s first `n_tokens` positions.
 
         For a draft that is a requantized copy of its target (same tensors and shapes): the target

@@ -5,13 +5,13 @@ different word."""
 from __future__ import annotations
 
 from ..errors import PairingError
-from .model import Model
+from .model import LlamaModel
 
 MAX_VOCAB_SIZE_DIFF = 128  # Qwen2.5 sizes differ by exactly this much padding
 FIRST_CHECKED_TOKEN = 5  # low ids are often differently assigned control tokens
 
 
-def check_pair(target: Model, draft: Model) -> None:
+def check_pair(target: LlamaModel, draft: LlamaModel) -> None:
     """Raise PairingError naming both models and the first disagreement."""
     names = f"target {target.name} and draft {draft.name}"
     hint = ("Use a draft from the same model family (same tokenizer), e.g. Qwen2.5-Coder-0.5B for "

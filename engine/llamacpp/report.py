@@ -1,6 +1,6 @@
 """The pair report `specterm doctor` prints: can this target and drafter work together, here?
 
-It reads each GGUF's header and vocabulary only (`Model.load(..., vocab_only=True)`: no weights are
+It reads each GGUF's header and vocabulary only (`LlamaModel.load(..., vocab_only=True)`: no weights are
 read, so checking a 32B model takes a second, not a minute), runs the same tokenizer check
 generation runs (`pairing.check_pair`), and estimates memory from the header: weights (the file
 size) plus the KV cache both models allocate at the configured context and KV type.
@@ -22,7 +22,7 @@ from ..settings import EngineSettings, ModelSettings
 from .memory import model_kv_cache_bytes, system_ram
 
 if TYPE_CHECKING:
-    from .model import Model
+    from .model import LlamaModel
 
 
 @dataclass(frozen=True)
@@ -183,17 +183,17 @@ def _is_demo(target: ModelSettings) -> bool:
         return False
 
 
-def _load(settings: ModelSettings, what: str, problems: list[str]) -> Model | None:
-    from .model import Model
+def _load(settings: ModelSettings, what: str, problems: list[str]) -> LlamaModel | None:
+    from .model import LlamaModel
 
     try:
-        return Model.load(settings, vocab_only=True, what=what)
+        return LlamaModel.load(settings, vocab_only=True, what=what)
     except EngineError as err:
         problems.append(str(err))
         return None
 
 
-def _describe(model: Model, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
+def _describe(model: LlamaModel, role: str, settings: ModelSettings, gpu: bool) -> ModelReport:
     n_layer = model.n_layer
     n_ctx_train = model.n_ctx_train
     ctx = settings.ctx if settings.ctx > 0 else n_ctx_train

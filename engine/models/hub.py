@@ -138,20 +138,20 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 
 def verify_gguf(path: str | Path, *, what: str = "model") -> None:
     """A loadable GGUF: right magic, sane header, and llama.cpp loads its metadata and vocabulary."""
-    from ..llamacpp.model import Model
+    from ..llamacpp.model import LlamaModel
 
-    model = Model.load(ModelSettings(path=str(path), gpu_layers=0), vocab_only=True, what=what)
+    model = LlamaModel.load(ModelSettings(path=str(path), gpu_layers=0), vocab_only=True, what=what)
     model.close()
 
 
 def check_pair_files(target: str | Path, draft: str | Path) -> None:
     """Load both vocabularies and run the engine's pairing check (raises PairingError)."""
-    from ..llamacpp.model import Model
+    from ..llamacpp.model import LlamaModel
     from ..llamacpp.pairing import check_pair
 
-    t = Model.load(ModelSettings(path=str(target), gpu_layers=0), vocab_only=True, what="target")
+    t = LlamaModel.load(ModelSettings(path=str(target), gpu_layers=0), vocab_only=True, what="target")
     try:
-        d = Model.load(ModelSettings(path=str(draft), gpu_layers=0), vocab_only=True, what="draft")
+        d = LlamaModel.load(ModelSettings(path=str(draft), gpu_layers=0), vocab_only=True, what="draft")
         try:
             check_pair(t, d)
         finally:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specterm.engine.bench.costs import CostMeter
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 from specterm.engine.settings import ModelSettings
 
 # Slow tier (tests/conftest.py): the meter times decode rounds of every size on two models.
@@ -17,8 +17,8 @@ SIZES = (1, 2, 3, 5)
 
 @pytest.fixture(scope="module")
 def pair(demo_path: str):
-    target = Model.load(ModelSettings(path=demo_path, ctx=512, threads=1))
-    draft = Model.load(ModelSettings(path=demo_path, ctx=512, threads=1))
+    target = LlamaModel.load(ModelSettings(path=demo_path, ctx=512, threads=1))
+    draft = LlamaModel.load(ModelSettings(path=demo_path, ctx=512, threads=1))
     yield target, draft
     target.close()
     draft.close()

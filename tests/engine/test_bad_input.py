@@ -15,7 +15,7 @@ from specterm.engine import (
     PairingError,
 )
 from specterm.engine.llamacpp.local import LocalEngine
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 
 
 def load(target: str, draft_kind: str = "none", draft: str | None = None, ctx: int = 512) -> LocalEngine:
@@ -89,7 +89,7 @@ def test_generation_stops_at_the_context_end_instead_of_aborting(models):
 
 def test_model_too_large_for_memory(models):
     with pytest.raises(ModelLoadError, match="memory"):
-        Model.load(ModelSettings(path=models.demo, ctx=50_000_000))
+        LlamaModel.load(ModelSettings(path=models.demo, ctx=50_000_000))
 
 
 def test_errors_are_engine_errors_with_a_hint(tmp_path):
@@ -101,8 +101,8 @@ def test_errors_are_engine_errors_with_a_hint(tmp_path):
 
 def test_vocab_only_models_answer_hyperparameters_without_aborting(models):
     """llama.cpp asserts (killing the process) on per-layer queries of a vocab-only load."""
-    v = Model.load(ModelSettings(path=models.demo), vocab_only=True)
-    f = Model.load(ModelSettings(path=models.demo, ctx=256))
+    v = LlamaModel.load(ModelSettings(path=models.demo), vocab_only=True)
+    f = LlamaModel.load(ModelSettings(path=models.demo, ctx=256))
     try:
         for name in ("n_layer", "n_ctx_train", "n_embd", "n_head", "n_head_kv"):
             assert getattr(v, name) == getattr(f, name) > 0

@@ -15,7 +15,7 @@ from specterm.engine.bench.tasks import _INVENTORY, _SEARCH
 from specterm.engine.edit_prompt import build_edit_prompt
 from specterm.engine.llamacpp.edit_prompt import build_edit_tokens
 from specterm.engine.llamacpp.local import LocalEngine
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 
 from test_fidelity import greedy_trace
 
@@ -39,7 +39,7 @@ MAX_TIE_GAP = 1.0
 
 def plain_trace(path: str, req: EditRequest) -> tuple[list[int], list[float]]:
     """Plain greedy decoding of the edit's own prompt tokens (no stop: up to N tokens)."""
-    m = Model.load(ModelSettings(path=path, ctx=CTX))
+    m = LlamaModel.load(ModelSettings(path=path, ctx=CTX))
     try:
         return greedy_trace(m, build_edit_tokens(m, req).tokens, N)
     finally:

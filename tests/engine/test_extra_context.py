@@ -8,7 +8,7 @@ import pytest
 
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.llamacpp.fim_prompt import SNIPPET, build_fim_prompt
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 
 from ggufs import FIM_MID, FIM_PAD, FIM_PRE, FIM_SUF, copy_gguf
 
@@ -37,7 +37,7 @@ def repo_model(models, tmp_path_factory) -> str:
 
 
 def test_chunks_go_before_the_prefix_between_the_models_file_separators(repo_model):
-    m = Model.load(ModelSettings(path=repo_model, ctx=1024))
+    m = LlamaModel.load(ModelSettings(path=repo_model, ctx=1024))
     try:
         assert (m.fim.rep, m.fim.sep) == (FIM_REP, FIM_SEP)
         fp = build_fim_prompt(m, REQUEST, 8)
@@ -54,7 +54,7 @@ def test_chunks_go_before_the_prefix_between_the_models_file_separators(repo_mod
 
 
 def test_without_separator_tokens_chunks_are_snippets_as_llama_cpp_writes_them(models):
-    m = Model.load(ModelSettings(path=models.fim, ctx=1024))
+    m = LlamaModel.load(ModelSettings(path=models.fim, ctx=1024))
     try:
         assert m.fim is not None and m.fim.sep < 0
         toks = build_fim_prompt(m, REQUEST, 8).tokens

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specterm.engine import GenerateRequest, ModelSettings
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 
 PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
@@ -24,7 +24,7 @@ N = 48
 MAX_TIE_GAP = 1.0
 
 
-def greedy_trace(m: Model, toks: list[int], n: int) -> tuple[list[int], list[float]]:
+def greedy_trace(m: LlamaModel, toks: list[int], n: int) -> tuple[list[int], list[float]]:
     """Plain greedy decoding of prompt tokens `toks` on a fresh model, one token per
     llama_decode, with the top-2 logit gap at each step (up to n tokens)."""
     m.decode_prompt(toks, 0)
@@ -44,7 +44,7 @@ def greedy_trace(m: Model, toks: list[int], n: int) -> tuple[list[int], list[flo
 
 def plain_trace(path: str, prompt: str, n: int) -> tuple[list[int], list[float]]:
     """Plain greedy decoding of a text prompt, with the top-2 logit gap at each step."""
-    m = Model.load(ModelSettings(path=path, ctx=2048))
+    m = LlamaModel.load(ModelSettings(path=path, ctx=2048))
     try:
         return greedy_trace(m, m.tokenize(prompt, add_special=True), n)
     finally:

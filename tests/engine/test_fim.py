@@ -8,14 +8,14 @@ import pytest
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.completion import InlineStops, drop_suffix_repeat, finish_completion, worth_caching
 from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 from specterm.engine.speculative import HealIndex
 
 from ggufs import FIM_MID, FIM_PRE, FIM_SUF
 
 
 def test_fim_prompt_uses_the_models_own_tokens_and_keeps_text_nearest_the_cursor(models):
-    m = Model.load(ModelSettings(path=models.fim, ctx=512))
+    m = LlamaModel.load(ModelSettings(path=models.fim, ctx=512))
     try:
         assert m.fim is not None and (m.fim.pre, m.fim.suf, m.fim.mid) == (FIM_PRE, FIM_SUF, FIM_MID)
         prefix = "".join(f"line_{i} = {i}\n" for i in range(400)) + "total = "
@@ -45,7 +45,7 @@ def test_fim_model_completes_in_the_middle(models, engine_factory):
 
 
 def test_context_files_go_before_the_cursor_file_when_the_model_has_separators(models):
-    m = Model.load(ModelSettings(path=models.fim, ctx=1024))
+    m = LlamaModel.load(ModelSettings(path=models.fim, ctx=1024))
     try:
         if m.fim.sep < 0 or m.fim.rep < 0:
             # SmolLM2's vocabulary has no file separator token: the prompt must not use one; the
@@ -87,7 +87,7 @@ def test_heal_index_allows_exactly_the_tokens_that_agree_with_the_healed_text():
 
 
 def test_models_without_fim_tokens_fall_back_to_prefix_completion(models):
-    m = Model.load(ModelSettings(path=models.demo, ctx=512))
+    m = LlamaModel.load(ModelSettings(path=models.demo, ctx=512))
     try:
         assert m.fim is None
         fp = build_fim_prompt(m, CompletionRequest(prefix="import os\n", suffix="print(1)"), 32)
@@ -220,7 +220,7 @@ def test_a_completion_cut_before_any_text_is_not_worth_caching():
 def test_a_prefix_over_budget_keeps_its_start_while_the_user_types(models, fim):
     """Cut to exactly the budget, the prompt's first token would move with every typed token and
     the KV cache would be read again in full at each keystroke: the cut moves in steps."""
-    m = Model.load(ModelSettings(path=models.fim if fim else models.demo, ctx=512))
+    m = LlamaModel.load(ModelSettings(path=models.fim if fim else models.demo, ctx=512))
     try:
         body = "".join(f"value_{i} = compute({i}, scale=2)\n" for i in range(300))
         prompts = [build_fim_prompt(m, CompletionRequest(prefix=body + typed, suffix="\nend\n"), 64).tokens

@@ -8,7 +8,7 @@ import pytest
 from specterm.engine import CompletionRequest, ContextFile, ModelSettings
 from specterm.engine.drafters import common_prefix
 from specterm.engine.llamacpp.fim_prompt import MIN_READ_PREFIX, FirstRead, build_fim_prompt
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 
 FILE = "".join(f"def step_{i}(value):\n    total = value * {i} + {i % 7}\n    return total\n\n"
                for i in range(120))
@@ -23,7 +23,7 @@ def _at(text: str, line: int) -> str:
 
 @pytest.fixture(scope="module", params=["fim", "demo"])
 def model(request, models):
-    m = Model.load(ModelSettings(path=getattr(models, request.param), ctx=2048))
+    m = LlamaModel.load(ModelSettings(path=getattr(models, request.param), ctx=2048))
     yield m
     m.close()
 
@@ -80,7 +80,7 @@ def test_a_window_read_whole_in_the_background_is_used_whole(model):
 
 def test_other_files_chunks_stay_as_the_whole_window_has_them(models):
     """The chunks come first: a shorter prefix must not change them, or every chunk is read again."""
-    m = Model.load(ModelSettings(path=models.fim, ctx=2048))
+    m = LlamaModel.load(ModelSettings(path=models.fim, ctx=2048))
     try:
         chunks = (ContextFile("util.py", "def helper(x):\n    return x * 2\n" * 8),)
         base = dict(prefix=_at(FILE, 200), suffix="\n", path="main.py", context_files=chunks)

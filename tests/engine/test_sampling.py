@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from specterm.engine import GenerateRequest, ModelSettings, SamplingSettings
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 from specterm.engine.sampling import distribution
 
 PROMPT = "# A list of fruits\nfruits = ['apple', 'banana',"
@@ -43,7 +43,7 @@ def chi2_gof(observed: Counter, expected_p: np.ndarray, n: int) -> tuple[float, 
 
 
 def exact_second_token(path: str, first: int) -> np.ndarray:
-    m = Model.load(ModelSettings(path=path, ctx=512))
+    m = LlamaModel.load(ModelSettings(path=path, ctx=512))
     try:
         toks = m.tokenize(PROMPT, add_special=True) + [first]
         m.decode_prompt(toks, 0)

@@ -20,7 +20,7 @@ from specterm.engine import (
     Stats,
 )
 from specterm.engine.llamacpp.local import LocalEngine
-from specterm.engine.llamacpp.model import Model
+from specterm.engine.llamacpp.model import LlamaModel
 from specterm.engine.session_drafter import SessionDrafter
 from specterm.engine.session_index import NgramIndex, best_continuation
 from specterm.engine.settings import SamplingSettings as Sampling
@@ -49,7 +49,7 @@ class Inventory:
 
 @pytest.fixture(scope="module")
 def vocab(models):
-    m = Model.load(ModelSettings(path=models.demo, ctx=512), vocab_only=True)
+    m = LlamaModel.load(ModelSettings(path=models.demo, ctx=512), vocab_only=True)
     yield m
     m.close()
 

@@ -118,9 +118,9 @@ def test_the_safe_estimate_never_undercounts_code(demo_model):
 
     import specterm.engine as pkg
     from specterm.engine.completion import estimate_tokens
-    from specterm.engine.llamacpp.model import Model
+    from specterm.engine.llamacpp.model import LlamaModel
 
-    vocab = Model.load(ModelSettings(path=demo_model), vocab_only=True, what="demo model")
+    vocab = LlamaModel.load(ModelSettings(path=demo_model), vocab_only=True, what="demo model")
     try:
         for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
             code = path.read_text()
