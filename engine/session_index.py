@@ -1,7 +1,7 @@
 """A bounded n-gram index over token text: where did these last few tokens occur before, and what
 followed them?
 
-Why this shape (llama.cpp's ngram-mod and SuffixDecoding, measured on this machine): two fixed
+Why this shape (after llama.cpp's ngram-mod and SuffixDecoding): two fixed
 numpy arrays, allocated once, so the memory bound holds by construction and no Python object is
 created per token:
 

@@ -509,10 +509,10 @@ class Replay:
         # The re-runs start from what the app had at the start (the opened file) and run every
         # request the app ran up to the last one compared, in the app's order and each for as many
         # tokens as it wrote there (prefetches, alternatives and cut-short ones too): the session drafter then
-        # remembers what it remembered in the app, and the draft controller learns from the same
+        # remembers what it remembered in the app, and the draft policy learns from the same
         # sequence, so each compared request drafts as it drafted in the app. (Re-running only
-        # the compared ones left the controller a different history: on this CPU it drafted
-        # ~25 % fewer tokens headless, which moved the ratio by more than the UI did.)
+        # the compared ones left the policy a different history: it drafted markedly fewer
+        # tokens headless, which moved the ratio by more than the UI did.)
         await engine.forget_session()
         await engine.remember(self.blanked)
         chosen = {id(r) for r in timed}
@@ -520,7 +520,7 @@ class Replay:
         for r in records[:last + 1]:
             if r.stats is None or not r.stats.tokens:
                 continue
-            # the same request (its max_tokens too: the controller's probing and draft lengths
+            # the same request (its max_tokens too: the policy's probing and draft lengths
             # depend on it), stopped once it has written what it wrote in the app, the UI idle;
             # its prefix as the app's first-read budget left it (what the engine had read before
             # it, in the app, decided that)

@@ -62,14 +62,15 @@ from .pairing import check_pair
 ProgressFn = Callable[[str, float], None]
 # While text streams, the caller's event loop is woken at most this often (`_Outbox`).
 STREAM_WAKE_S = 0.05
-PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for one piece at most (~0.15 s on one thread)
-# The most text of one file or answer the session drafter indexes (its start): tokenizing a 5 MB
-# file takes the worker ~2 s on a 2-core CPU (a completion queued behind it waits that long) and
-# would fill much of the index with one file; 128 KB of code is ~34k tokens and a 2 MB table.
+PREWARM_PIECE = 32  # tokens per decode while prewarming: a request waits for one piece at most
+# The most text of one file or answer the session drafter indexes (its start): tokenizing a file
+# of megabytes holds the worker for seconds (a completion queued behind it waits that long) and
+# would fill much of the index with one file.
 REMEMBER_MAX_CHARS = 128 * 1024
 # A remembered text is tokenized this many characters at a time (cut after a line break): llama.cpp's
-# tokenizer on 256 KB at once took 13 MB that the C allocator kept (1.4 MB in 16 KB pieces). A
-# token that would have spanned a cut is two in the session memory, which only proposes drafts.
+# tokenizer on a long text at once takes many times the memory it takes in pieces, which the C
+# allocator then keeps. A token that would have spanned a cut is two in the session memory, which
+# only proposes drafts.
 REMEMBER_PIECE_CHARS = 16 * 1024
 # A remembered text this long hands the freed heap back: indexing it frees a few MB of tokenizer
 # and numpy temporaries on the worker thread, which glibc otherwise keeps in that thread's arena.
@@ -344,7 +345,7 @@ class LocalEngine:
             return
         tokens: np.ndarray | list[int]
         if isinstance(text, str):
-            # Token ids as int32 arrays piece by piece: a list of 34k Python ints was 1.4 MB.
+            # Token ids as int32 arrays piece by piece: a list of Python ints is ~10x their size.
             tokens = np.concatenate(
                 [np.asarray(self.target.tokenize(piece, add_special=False), dtype=np.int32)
                  for piece in line_pieces(text, REMEMBER_PIECE_CHARS)] or [np.empty(0, np.int32)])
