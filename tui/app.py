@@ -35,6 +35,7 @@ from .engine_factory import make_engine
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
+from .suggest.prewarm import Prewarmer
 from .themes import SpectermTheme
 from .theming import Theming, theme_name
 from .watch import FileWatcher
@@ -113,6 +114,8 @@ class SpectermApp(App[int]):
             event_sink=self._engine_event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
+        self.prewarmer = Prewarmer(self, self.completer, lambda: self.active_editor,
+                                   paused=lambda: self.editor_tabs.new_picks())
         self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats,
                                         suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
@@ -132,8 +135,8 @@ class SpectermApp(App[int]):
         with Horizontal(id="main"):
             yield FileTree(self.root, id="tree")
             with Vertical(id="center"):
-                yield EditorTabs(theme=self.spectheme, completer=self.completer, blink=not self.over_ssh,
-                                 id="editor-tabs")
+                yield EditorTabs(theme=self.spectheme, completer=self.completer, prewarmer=self.prewarmer,
+                                 blink=not self.over_ssh, id="editor-tabs")
                 yield FindBar(lambda: self.active_editor, id="find")
             yield ChatPane(
                 system_prompt=self.settings.chat.system_prompt,
