@@ -7,7 +7,10 @@
 - installed, everything lives under `specterm.`: no generic top-level `engine`/`tui`/`themes`;
 - headless commands never load Textual (fast start for editor plugins);
 - one engine factory: only tui/engine_factory.py imports the engine classes (LocalEngine,
-  RemoteEngine); the CLI, the app, the bench and doctor call it.
+  RemoteEngine); the CLI, the app, the bench and doctor call it;
+- the suggestion lifecycle is no widget: tui/suggest/controller.py imports no Textual;
+- the app composes and routes, the editor keys and draws: tui/app.py <= 450 lines,
+  tui/widgets/editor.py <= 500 (what grows past that goes into a module of its own).
 """
 
 from __future__ import annotations
@@ -212,3 +215,15 @@ def test_every_package_folder_ships_in_the_wheel():
             rel = init.parent.relative_to(REPO / folder).parts
             name = ".".join((package, *rel))
             assert name in listed, f"{init.parent.relative_to(REPO)} ({name}) is not in pyproject's packages"
+
+
+def test_the_suggestion_controller_is_no_widget():
+    path = REPO / "tui/suggest/controller.py"
+    textual = [n for n in imported_modules(path, package_of(path)) if n.split(".")[0] == "textual"]
+    assert textual == [], f"tui/suggest/controller.py imports {textual}"
+
+
+@pytest.mark.parametrize("rel, most", [("tui/app.py", 450), ("tui/widgets/editor.py", 500)])
+def test_the_app_and_the_editor_stay_small(rel: str, most: int):
+    lines = len((REPO / rel).read_text().splitlines())
+    assert lines <= most, f"{rel} has {lines} lines (at most {most}): move a concern into a module of its own"
