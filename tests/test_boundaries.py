@@ -10,6 +10,9 @@
   RemoteEngine); the CLI, the app, the bench and doctor call it;
 - one settings source: the engine's dataclasses (engine/settings.py) and the loader's (tui/config.py)
   declare each setting once, and only the loader knows the "demo" target and the draft keywords.
+- the suggestion lifecycle is no widget: tui/suggest/controller.py imports no Textual;
+- the app composes and routes, the editor keys and draws: tui/app.py <= 450 lines,
+  tui/widgets/editor.py <= 500 (what grows past that goes into a module of its own).
 """
 
 from __future__ import annotations
@@ -350,3 +353,15 @@ def test_only_the_loader_knows_the_demo_and_draft_keywords(path: Path):
             assert name not in ("DEMO_TARGET", "is_draft_keyword", "DRAFT_KEYWORDS"), (
                 f"{rel_id(path)} uses {name}: the demo and the draft keywords are the loader's"
             )
+
+
+def test_the_suggestion_controller_is_no_widget():
+    path = REPO / "tui/suggest/controller.py"
+    textual = [n for n in imported_modules(path, package_of(path)) if n.split(".")[0] == "textual"]
+    assert textual == [], f"tui/suggest/controller.py imports {textual}"
+
+
+@pytest.mark.parametrize("rel, most", [("tui/app.py", 450), ("tui/widgets/editor.py", 500)])
+def test_the_app_and_the_editor_stay_small(rel: str, most: int):
+    lines = len((REPO / rel).read_text().splitlines())
+    assert lines <= most, f"{rel} has {lines} lines (at most {most}): move a concern into a module of its own"

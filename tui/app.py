@@ -1,17 +1,16 @@
 """The specterm application: file tree, editor tabs with ghost-text completions, chat pane, status.
 
-Entry point for the CLI: `run_app(settings, path) -> exit code`. The app builds its engine from the
-settings (make_engine), loads it in a worker while the UI is already usable, and closes it on exit.
-SpectermApp composes the widgets and routes between them: keys to actions, engine events to the
-status bar, disk events to the tree, the editor tabs (files, save, reload, conflicts), the config
-and the themes. It talks to the engine only through the `Engine` protocol.
+Entry point for the CLI: `run_app(settings, path) -> exit code`. SpectermApp composes the widgets
+and routes between them: keys to actions, engine events to the status bar, disk events to the
+tree, the editor tabs (files, save, reload, conflicts), the config and the themes. Its services
+live in modules of their own: the engine (engine_service.py, started in a worker while the UI is
+already usable), the prewarms (suggest/prewarm.py), keys held while a file opens (key_hold.py)
+and the config reload (config_reload.py). It talks to the engine only through `Engine`.
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
 import threading
 from pathlib import Path
 from typing import Callable, Iterable
@@ -21,22 +20,24 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer
 from watchfiles import Change
 
-from specterm.engine import DraftSettings, Engine, EngineError, Event, Finished
+from specterm.engine import Engine
 from specterm.engine.settings import DraftKind
 
 from . import terminal_keys
-from .config import ConfigError, Settings, load_settings, user_config_path
+from .config import Settings, load_settings, user_config_path
+from .config_reload import reload_config
 from .edit.flow import EditFlow
-from .engine_factory import make_engine
+from .engine_service import EngineService
+from .key_hold import KeyHold
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
+from .suggest.prewarm import Prewarmer
 from .themes import SpectermTheme
-from .theming import Theming, theme_name
+from .theming import Theming
 from .watch import FileWatcher
 from .widgets.chat import ChatPane
 from .widgets.completion import Completer, CompletionOptions
@@ -51,7 +52,6 @@ CHAT_WIDTH = 140  # from this many columns the chat pane starts open too
 CONTEXT_LINES = 30  # lines around the cursor sent with a chat question when nothing is selected
 CONTEXT_CHUNKS = 6  # chunks of the context ring (other files, copies) offered with a completion
 AROUND_LINES = 32  # lines around the cursor the chunks are picked by
-HOLD_KEYS_S = 5.0  # the longest keys typed after choosing a file in the tree wait for its editor
 
 
 class SpectermApp(App[int]):
@@ -97,7 +97,7 @@ class SpectermApp(App[int]):
         self.settings = settings
         self.path = Path(path).absolute()
         self.root = self.path if self.path.is_dir() else self.path.parent
-        self.engine: Engine | None = None  # built from the settings once the app runs
+        self.engines = EngineService(self)  # the engine: built, started, closed (tui/engine_service.py)
         self._reload_settings = reload_settings
         self.user_config = user_config_path(env)  # where a theme choice is persisted
         self.user_theme_dir = user_theme_dir or (self.user_config.parent / "themes")
@@ -105,21 +105,20 @@ class SpectermApp(App[int]):
         self.over_ssh = bool(env.get("SSH_CONNECTION"))
         if self.over_ssh:
             self.animation_level = "none"
-        self.acceptance_history: list[float] = []
-        self._held_keys: list[events.Key] | None = None  # typed while a file chosen in the tree opens
-        self._hold_timer: Timer | None = None
+        self.key_hold = KeyHold(self, super().on_event)  # tui/key_hold.py
         self.completer = Completer(
             CompletionOptions.from_config(settings.completion, settings.keys),
-            event_sink=self._engine_event,
+            event_sink=self.engines.event,
             context_files=lambda path: self.editor_tabs.context_files(path, CONTEXT_CHUNKS, AROUND_LINES),
         )
+        self.prewarmer = Prewarmer(self, self.completer, lambda: self.active_editor,
+                                   paused=lambda: self.editor_tabs.new_picks())
         self.status_model = StatusModel(demo=settings.demo, show_stats=settings.ui.show_stats,
                                         suggestions=self.completer.log)
         self.theming = Theming(self, self.user_theme_dir, settings.ui.theme)
         self.edits = EditFlow(self)
         self._layout: tuple[bool, bool] | None = None
         self.watcher: FileWatcher | None = None
-        self.engine_ready = threading.Event()
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -132,14 +131,14 @@ class SpectermApp(App[int]):
         with Horizontal(id="main"):
             yield FileTree(self.root, id="tree")
             with Vertical(id="center"):
-                yield EditorTabs(theme=self.spectheme, completer=self.completer, blink=not self.over_ssh,
-                                 id="editor-tabs")
+                yield EditorTabs(theme=self.spectheme, completer=self.completer, prewarmer=self.prewarmer,
+                                 blink=not self.over_ssh, id="editor-tabs")
                 yield FindBar(lambda: self.active_editor, id="find")
             yield ChatPane(
                 system_prompt=self.settings.chat.system_prompt,
                 max_tokens=self.settings.chat.max_tokens,
                 context=lambda: self.editor_tabs.chat_context(CONTEXT_LINES),
-                event_sink=self._engine_event,
+                event_sink=self.engines.event,
                 id="chat",
             )
         yield StatusBar(self.status_model, id="status")
@@ -220,168 +219,42 @@ class SpectermApp(App[int]):
 
     # -- engine -----------------------------------------------------------------------------------
 
-    def engine_not_ready(self) -> str:
-        """Why the engine cannot take a request now: still loading, or what made loading fail."""
-        if self.status_model.state == "error":
-            return f"The model could not be loaded: {self.status_model.message}"
-        return "The model is still loading."
+    @property
+    def engine(self) -> Engine | None:
+        return self.engines.engine
+
+    @property
+    def engine_ready(self) -> threading.Event:
+        return self.engines.ready
 
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def _start_engine(self) -> None:
-        sys.setswitchinterval(0.0005)  # the engine thread gets the GIL back from the UI within 0.5 ms, not 5
-        try:
-            engine = self.engine = make_engine(
-                self.settings, ui=True,
-                on_progress=lambda message, fraction: self.status_bar.show_progress(message, fraction))
-            await engine.start()
-        except (EngineError, ConfigError) as err:
-            self.status_model.state = "error"
-            self.status_model.message = getattr(err, "message", str(err))
-            self.status_bar.mark_dirty()
-            self.notify(str(err), title="The model could not be loaded", severity="error", timeout=30)
-            self.chat.engine_failed(self.status_model.message)
-            return
-        self.completer.engine = engine
-        self.chat.set_engine(engine)
-        self.status_model.update_info(engine.info, demo=self.settings.demo)
-        self.status_model.state = "idle"
-        self.status_bar.mark_dirty()
-        # What is alive now (Textual, the UI, the engine's Python side) lives as long as the app.
-        # A full collection walked all those objects every few seconds of typing, and the key
-        # that set it off waited for it (the slowest keystrokes in a large file). Frozen, they are
-        # not walked again (garbage is collected first, so none is kept; `on_unmount` thaws them).
-        gc.collect()
-        gc.freeze()
-        self.engine_ready.set()
-        for note in engine.info.notes:
-            self.notify(note, title="Session memory", timeout=10)
-        await self._remember_open_files()  # files opened while the model loaded
-        self._first_run_hints()
-
-    async def _remember_open_files(self) -> None:
-        """Give the open files to a new session memory (the engine ignores them without one)."""
-        for open_file in self.editor_tabs.files.values():
-            await self.completer.remember(open_file.editor.text)
-
-    def _first_run_hints(self) -> None:
-        if self.settings.demo:
-            self.notify(
-                "The target is the demo model (SmolLM2-135M): tiny and weak at code. "
-                "For real work, `specterm pull qwen2.5-coder-7b` downloads and configures a real "
-                "pair (`specterm models` lists others), or set [model] target and draft in "
-                "~/.config/specterm/config.toml.",
-                title="Demo model",
-                timeout=12,
-            )
-        if not self.editor_tabs.files:
-            self.notify("Pick a file in the tree (ctrl+b) to start; ctrl+p lists every action.", timeout=8)
-
-    def _engine_event(self, kind: str, event: Event) -> None:
-        if isinstance(event, Finished):
-            if event.stats.acceptance is not None and (event.stats.tokens or event.stats.target_passes):
-                self.acceptance_history.append(event.stats.acceptance)
-            if self.engine is not None:
-                self.status_model.session = self.engine.session_stats()
-        self.status_model.apply_event(kind, event, chat_running=self.chat.streaming)
-        self.status_bar.mark_dirty()
+        await self.engines.start()
 
     async def action_switch_draft(self, kind: DraftKind) -> None:
-        """Switch the drafter at run time: "session", "lookup", "none" or "model" (the configured
-        draft). The session drafter keeps the configured memory cap."""
-        if self.engine is None or not self.engine_ready.is_set():
-            self.notify(self.engine_not_ready(), severity="warning")
-            return
-        if kind == "model":
-            draft = self.settings.engine_settings().draft
-            if draft.kind != "model":
-                self.notify("No draft model is configured: set [model] draft to a GGUF path.",
-                            severity="warning", timeout=8)
-                return
-        else:
-            configured = self.settings.engine_settings().draft
-            draft = DraftSettings(kind=kind, session_mb=configured.session_mb,
-                                  session_store=configured.session_store)
-        self.status_model.message = f"switching draft to {kind}"
-        try:
-            await self.engine.set_drafter(draft)
-        except EngineError as err:
-            self.notify(str(err), title="Draft not switched", severity="error", timeout=15)
-            return
-        self.status_model.update_info(self.engine.info, demo=self.settings.demo)
-        self.status_bar.mark_dirty()
-        await self._remember_open_files()
-        self.notify(f"Drafting with: {self.engine.info.draft_name}", timeout=4)
+        await self.engines.switch_draft(kind)
 
     async def action_forget_session(self) -> None:
-        """Empty the session drafter's memory (a saved store is written empty on exit)."""
-        if self.engine is None or not self.engine_ready.is_set():
-            self.notify(self.engine_not_ready(), severity="warning")
-            return
-        await self.engine.forget_session()
-        self.notify("The session memory is empty now.", timeout=4)
+        await self.engines.forget_session()
 
     async def on_unmount(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
-        if self.engine is not None:
-            try:
-                await self.engine.close()
-            except Exception:
-                pass
-        gc.unfreeze()  # what was frozen at start may be collected again once the app is gone
+        await self.engines.close()
 
     # -- files: routed to the editor tabs ---------------------------------------------------------
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
-        self._hold_keys()  # (a click: from here on; Enter started holding already)
+        self.key_hold.start()  # (a click: from here on; Enter started holding already)
         if await self.open_file(event.path) is None:
-            await self._release_held_keys()  # nothing opened (the notice says why): to the tree
-
-    # -- keys typed while a file chosen in the tree opens -----------------------------------------
-    # Enter (or a click) on a file opens it in the editor, which takes the focus only once its tab
-    # is on screen; keys typed meanwhile (a fast typist, keys arriving together over SSH) went to
-    # the tree, which has no use for them: they were lost. The app holds them from that Enter and
-    # replays them once an editor has the focus, in order and before any key typed later; if none
-    # takes it within HOLD_KEYS_S they go where the focus is. The app is the one place every key
-    # passes through in order: a hold kept by the tree lost any key still in the tree's queue when
-    # the editor took the rest. (After a click, holding starts when the tree's FileSelected reaches
-    # the app, a few ms later: keys typed within those still reach the tree.)
+            await self.key_hold.release()  # nothing opened (the notice says why): to the tree
 
     async def on_event(self, event) -> None:
-        if isinstance(event, events.Key) and not self.screen_stack:
-            return  # closing: the screens are gone, a key (or one bubbling back) has nowhere to go
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            if self._held_keys is not None:
-                if not isinstance(self.focused, CodeEditor):
-                    self._held_keys.append(events.Key(event.key, event.character))
-                    return
-                await self._release_held_keys()  # typed before this key
-            elif self.focused is self.file_tree and self.file_tree.opens_file_on(event.key):
-                await super().on_event(event)
-                self._hold_keys()
-                return
-        await super().on_event(event)
+        await self.key_hold.on_event(event)  # keys typed while a file chosen in the tree opens
 
     async def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        if self._held_keys is not None and isinstance(event.widget, CodeEditor):
-            await self._release_held_keys()
-
-    def _hold_keys(self) -> None:
-        if self._held_keys is None:
-            self._held_keys = []
-            self._hold_timer = self.set_timer(HOLD_KEYS_S, self._release_held_keys)
-
-    async def _release_held_keys(self) -> None:
-        """The held keys, in order, as if typed now (priority bindings first), to the focus."""
-        held, self._held_keys = self._held_keys or [], None
-        if self._hold_timer is not None:
-            self._hold_timer.stop()
-            self._hold_timer = None
-        for key in held:
-            if not self.screen_stack:
-                return  # closing
-            await super().on_event(key)
+        await self.key_hold.focused(event.widget)
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area
@@ -461,30 +334,8 @@ class SpectermApp(App[int]):
                 await tabs.file_changed_on_disk(open_file)
 
     def reload_config(self) -> None:
-        """Re-read the config files (via the config module) and apply what can change live."""
-        loader = self._reload_settings or (lambda: load_settings(project_dir=self.path))
-        try:
-            fresh = loader()
-        except ConfigError as err:
-            self.notify(str(err), title="Config not reloaded", severity="error", timeout=15)
-            return
-        old = self.settings
-        self.settings = fresh
-        self.completer.options = CompletionOptions.from_config(fresh.completion, fresh.keys)
-        self.status_model.show_stats = fresh.ui.show_stats
-        self.status_bar.mark_dirty()
-        self.chat.system_prompt = fresh.chat.system_prompt
-        self.chat.max_tokens = fresh.chat.max_tokens
-        if fresh.ui.theme != old.ui.theme:
-            theme = self.themes.get(theme_name(fresh.ui.theme))
-            if theme is not None:
-                self.theming.apply(theme)
-        if fresh.model != old.model or fresh.speculative != old.speculative or fresh.sampling != old.sampling:
-            self.notify("Config reloaded. Model, speculative and sampling changes apply after a restart.",
-                        title="Config", timeout=6)
-        else:
-            self.notify("Config reloaded.", timeout=3)
-        self._update_watch()
+        """Re-read the config files and apply what can change live (tui/config_reload.py)."""
+        reload_config(self, self._reload_settings or (lambda: load_settings(project_dir=self.path)))
 
     # -- themes (tui/theming.py) -------------------------------------------------------------------
 
@@ -557,7 +408,7 @@ class SpectermApp(App[int]):
             session = self.engine.session_stats()
         else:
             session = self.status_model.session
-        self.push_screen(StatsScreen(session, list(self.acceptance_history), self.status_model))
+        self.push_screen(StatsScreen(session, list(self.engines.acceptance_history), self.status_model))
 
     def action_insert_code_block(self) -> None:
         editor = self.active_editor

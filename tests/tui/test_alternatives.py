@@ -23,7 +23,7 @@ async def test_alternatives_cycle_and_tab_accepts_the_one_shown(project, setting
     app = SpectermApp(settings_for(project), project / "adders.py", environ=env, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
         editor = await shown_with_alternatives(pilot, app)
-        alts = editor._ghost.alternatives
+        alts = editor.suggest.ghost.alternatives
         await wait_for(pilot, lambda: alts.done, timeout=60)
         options = list(alts.options)
         assert 2 <= len(options) <= 3 and len(set(options)) == len(options)
@@ -64,11 +64,12 @@ async def test_an_edit_stops_the_alternatives(project, settings_for, env):
         editor = app.active_editor
         editor.move_cursor(CURSOR_AFTER_DEF)
         await pilot.press("ctrl+space")
-        await wait_for(pilot, lambda: editor._ghost is not None and editor._ghost.alternatives is not None)
-        alts = editor._ghost.alternatives
+        await wait_for(pilot, lambda: editor.suggest.ghost is not None
+                       and editor.suggest.ghost.alternatives is not None)
+        alts = editor.suggest.ghost.alternatives
         await pilot.press("ctrl+home")  # a cursor move dismisses the suggestion
         tried, found = len(alts.tried), len(alts.options)
-        assert editor._ghost is None and alts.fetching is None
+        assert editor.suggest.ghost is None and alts.fetching is None
         await wait_for(pilot, lambda: alts.done, timeout=30)
         assert len(alts.tried) == tried and len(alts.options) == found  # no rank asked for after
         await pilot.press("x")  # and an edit leaves nothing running in the engine

@@ -516,7 +516,7 @@ async def test_the_whole_file_highlight_after_a_pause_waits_while_a_suggestion_g
     """The pass that mends what the edited lines' own re-lex cannot see (here a string opened
     above the rest of the file) lexes the file and redraws every row: it waits until the
     suggestion asked for at the pause is written, then runs."""
-    from specterm.tui.widgets.editor import FULL_HIGHLIGHT_DELAY_S
+    from specterm.tui.widgets.code_area import FULL_HIGHLIGHT_DELAY_S
     from specterm.tui.widgets.highlight import highlight_map, lexer_for
 
     path = tmp_path / "big.py"

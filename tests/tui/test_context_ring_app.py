@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.widgets.text_area import Selection
 
 from specterm.tui.app import SpectermApp
-from specterm.tui.widgets.editor_tabs import PREWARM_DELAY_S
+from specterm.tui.suggest.prewarm import PREWARM_DELAY_S
 
 from .conftest import wait_for
 

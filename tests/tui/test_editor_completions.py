@@ -117,30 +117,30 @@ async def test_the_typing_pause_adapts(project, settings_for, env):
     async with app.run_test(size=(120, 40)) as pilot:
         editor = app.active_editor
         await wait_for(pilot, app.engine_ready.is_set)
-        assert editor.debounce.delay_s == 0.25  # the configured start
+        assert editor.suggest.debounce.delay_s == 0.25  # the configured start
         for key in "abcdefgh":  # a fast typist (edits as fast as the machine makes them)
             editor.insert(key)
-        fast = editor.debounce.delay_s
-        assert fast < 0.25 and editor.debounce.gap_s is not None
+        fast = editor.suggest.debounce.delay_s
+        assert fast < 0.25 and editor.suggest.debounce.gap_s is not None
         await pilot.pause(0.05)
         assert editor.completion_pending  # the shorter pause is the one scheduled
         for key in "ijklm":  # slower now: the pause grows with the gaps
             await asyncio.sleep(0.3)  # (not pilot.pause: it also waits for a busy machine to idle)
             editor.insert(key)
-        assert editor.debounce.delay_s > fast
-        slow = editor.debounce.delay_s
+        assert editor.suggest.debounce.delay_s > fast
+        slow = editor.suggest.debounce.delay_s
         await pilot.press("enter")  # a line end: the request goes out almost at once
-        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        assert editor.suggest.debounce.line_break and editor.suggest.debounce.delay_s < slow
         await pilot.press("x")
-        assert not editor.debounce.line_break and editor.debounce.delay_s >= fast
+        assert not editor.suggest.debounce.line_break and editor.suggest.debounce.delay_s >= fast
         await pilot.press("ctrl+end", "enter", "x", "backspace")  # a new line blank again: at once
-        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        assert editor.suggest.debounce.line_break and editor.suggest.debounce.delay_s < slow
         await pilot.press("y", "z", "backspace")  # a character deleted within a word: typing goes on
-        assert not editor.debounce.line_break and editor.debounce.delay_s >= fast
+        assert not editor.suggest.debounce.line_break and editor.suggest.debounce.delay_s >= fast
         await pilot.press("home", "space", "space", "backspace")  # indentation fixed before the code
-        assert editor.debounce.line_break and editor.debounce.delay_s < slow
+        assert editor.suggest.debounce.line_break and editor.suggest.debounce.delay_s < slow
         await pilot.press("end", "space")  # a blank between words is typing
-        assert not editor.debounce.line_break
+        assert not editor.suggest.debounce.line_break
 
 
 async def test_the_cache_survives_an_edit_far_away(tmp_path, settings_for, env):

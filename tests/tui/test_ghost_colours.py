@@ -13,8 +13,9 @@ from rich.color import ColorSystem
 from rich.style import Style
 from textual.app import App, ComposeResult
 
+from specterm.tui.suggest.controller import Suggestion
 from specterm.tui.themes import SpectermTheme, load_themes
-from specterm.tui.widgets.editor import CodeEditor, _Ghost
+from specterm.tui.widgets.editor import CodeEditor
 
 THEMES = load_themes(None)[0]
 CODE = "import os\nvalue = compute(os)\n"
@@ -71,8 +72,8 @@ async def test_ghost_text_is_visible_in_every_theme_and_colour_system(monkeypatc
         editor.focus()
         editor.move_cursor((1, len("value = compute(")))
         await pilot.pause()
-        editor._ghost = _Ghost(None, editor.cursor_location, full=GHOST, streaming=False)
-        editor._render_ghost()
+        editor.suggest.ghost = Suggestion(None, editor.cursor_location, full=GHOST, streaming=False)
+        editor.redraw_suggestion()
         await pilot.pause()
         assert editor.ghost_text == GHOST
         cells = terminal_cells(app, editor, 1)

@@ -3,8 +3,9 @@ push the document down, the rest of the cursor line after the last suggested lin
 
 from textual.app import App, ComposeResult
 
+from specterm.tui.suggest.controller import Suggestion
 from specterm.tui.themes import load_themes
-from specterm.tui.widgets.editor import CodeEditor, _Ghost
+from specterm.tui.widgets.editor import CodeEditor
 
 
 class EditorApp(App):
@@ -27,8 +28,8 @@ async def test_multi_line_ghost_rows_push_the_document_down():
         editor.focus()
         editor.move_cursor((0, len("result = call(")))
         await pilot.pause()
-        editor._ghost = _Ghost(None, editor.cursor_location, full="a,\n    b", streaming=False)
-        editor._render_ghost()
+        editor.suggest.ghost = Suggestion(None, editor.cursor_location, full="a,\n    b", streaming=False)
+        editor.redraw_suggestion()
         await pilot.pause()
         assert editor.ghost_text == "a,\n    b"
         assert row_text(editor, 0).endswith("result = call(a,")

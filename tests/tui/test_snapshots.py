@@ -44,7 +44,7 @@ def snapshot_app(root, settings_for, env) -> tuple[SpectermApp, object]:
         editor.move_cursor(CURSOR_AFTER_DEF)
         editor.action_complete()  # a move alone asks for nothing
         await wait_for(pilot, lambda: editor.ghost_text and not editor.completion_pending, timeout=60)
-        alts = editor._ghost.alternatives  # computed after the suggestion: wait for all of them ("1/3")
+        alts = editor.suggest.ghost.alternatives  # computed after the suggestion: wait for all of them ("1/3")
         await wait_for(pilot, lambda: alts is None or alts.done, timeout=60)
         assert app.status_model.last is not None  # the real request's figures were shown...
         app.status_model.last = KNOWN  # ...and are replaced by known ones for a stable picture

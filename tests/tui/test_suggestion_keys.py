@@ -124,9 +124,9 @@ async def test_the_palette_has_the_alternative_suggestion_keys(project, settings
         editor = app.active_editor
         editor.move_cursor(CURSOR_AFTER_DEF)
         await pilot.press("ctrl+space")
-        await wait_for(pilot, lambda: editor._ghost is not None and editor._ghost.alternatives is not None
-                       and editor._ghost.alternatives.done and not editor.completion_pending, timeout=120)
-        assert len(editor._ghost.alternatives.options) >= 2  # (as test_alternatives.py finds here)
+        await wait_for(pilot, lambda: editor.suggest.ghost is not None and editor.suggest.ghost.alternatives is not None
+                       and editor.suggest.ghost.alternatives.done and not editor.completion_pending, timeout=120)
+        assert len(editor.suggest.ghost.alternatives.options) >= 2  # (as test_alternatives.py finds here)
         first = editor.ghost_text
         nxt.callback()
         assert editor.ghost_text != first and editor.alternatives_marker.startswith("2/")

@@ -236,7 +236,7 @@ class EditFlow:
             if engine is None:
                 return
             async for event in engine.stream(request):
-                self.app._engine_event("edit", event)
+                self.app.engines.event("edit", event)
                 if isinstance(event, Finished):
                     self.finished = event
                 if review.ended:

@@ -88,7 +88,7 @@ def sticky_window_start(prefix: str, max_chars: int, head: str = "") -> int:
 READ_BUDGET_S = 2.0
 # ... and a request reads at most about this long before its first token (CompletionRequest
 # .first_read_s): after a move the engine starts the prefix later, and the whole window comes back
-# with a read in the background (a prewarm without this budget: EditorTabs).
+# with a read in the background (a prewarm without this budget: tui/suggest/prewarm.py).
 FIRST_READ_S = 0.2
 MIN_WINDOW_CHARS = 1500
 WINDOW_STEP_CHARS = 500

@@ -11,7 +11,6 @@ of open paths changed (the app re-aims its file watcher) and `Saved` when a save
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,7 +19,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import Static, TabbedContent, TabPane
 
 from specterm.engine import ContextFile
@@ -28,17 +26,12 @@ from specterm.engine import ContextFile
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..memory import release_after_reading
 from ..screens.choice import ChoiceScreen
+from ..suggest.prewarm import Prewarmer
 from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText, encoding_name
 from ..themes import SpectermTheme
 from .completion import Completer
 from .document import BlockLines
 from .editor import CodeEditor
-
-PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
-TYPING_PREWARM_S = 0.25  # while typing, the prompt start is read at most this often
-MOVE_PREWARM_S = 0.05  # after the cursor stops moving (a held arrow key repeats faster): read there
-GROW_IDLE_S = 1.0  # this long without a key (and no suggestion being written): read the whole window
-GROW_TYPING_S = 2.0  # typing this long after a move: the typing prewarms read the whole window too
 
 WELCOME = (
     "specterm\n\n"
@@ -131,9 +124,10 @@ class EditorTabs(Vertical):
             self.path = path
             self.created = created
 
-    def __init__(self, *, theme: SpectermTheme, completer: Completer, blink: bool = True,
-                 id: str | None = None) -> None:
+    def __init__(self, *, theme: SpectermTheme, completer: Completer, prewarmer: Prewarmer,
+                 blink: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.prewarmer = prewarmer  # told what happens here (tui/suggest/prewarm.py)
         self.spectheme = theme
         self.completer = completer
         self.blink = blink  # off over SSH: every blink is a redraw sent over the connection
@@ -144,14 +138,9 @@ class EditorTabs(Vertical):
         self.ring = ContextRing()  # extra context for completions (tui/context_ring.py)
         self._ring_rows: dict[str, int] = {}  # pane id -> the row its last chunk was taken around
         self._left: OpenFile | None = None  # the tab active before the current one
-        self._prewarm: Timer | None = None
         # path -> (epoch, the context ring's chunks its requests carry); see context_files
         self._picks: dict[str, tuple[int, tuple[ContextFile, ...]]] = {}
         self._pick_epoch = 0
-        self._typing_prewarm: Timer | None = None
-        self._move_prewarm: Timer | None = None
-        self._grow: Timer | None = None  # the whole window read back once the user pauses
-        self._moved_at = 0.0  # when the cursor last moved without an edit (monotonic)
 
     def compose(self) -> ComposeResult:
         yield Static(WELCOME, id="welcome", markup=False)
@@ -240,92 +229,32 @@ class EditorTabs(Vertical):
         return picks
 
     def _ring_add(self, open_file: OpenFile | None, row: int | None = None) -> None:
-        """Take a chunk of `open_file` around `row` (its cursor) into the ring; prewarm later."""
+        """Take a chunk of `open_file` around `row` (its cursor) into the ring (the prewarmer
+        reads the new prompt once the user pauses)."""
         if open_file is None or open_file.pane_id not in self.files:
             return
         editor = open_file.editor
         row = editor.cursor_location[0] if row is None else row
         self._ring_rows[open_file.pane_id] = row
         if self.ring.add_around(str(open_file.file.path), editor.document.lines, row):
-            self._schedule_prewarm()
+            self.prewarmer.ring_changed()
 
     def on_code_editor_copied(self, event: CodeEditor.Copied) -> None:
         open_file = self.file_of(event.editor)
         if open_file is not None and self.ring.add_text(str(open_file.file.path), event.text):
-            self._schedule_prewarm()
+            self.prewarmer.ring_changed()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         left, self._left = self._left, self.active_file
         if left is not None and left is not self._left:
             self._ring_add(left)  # where the user worked in the file being left
 
-    def _schedule_prewarm(self, *, whole: bool = False) -> None:
-        if self._prewarm is not None:
-            self._prewarm.stop()
-        self._prewarm = self.set_timer(PREWARM_DELAY_S, lambda: self._start_prewarm(whole=whole))
-
-    def _start_prewarm(self, *, whole: bool = False, typing: bool = False, moved: bool = False,
-                       grow: bool = False) -> None:
-        """The ring changed (or, `whole`, a file was opened) and the user paused: decode the next
-        request's prompt start now. `whole` warms the file's head as far as a request's prefix
-        window reaches, so the first suggestion anywhere in it reuses what was read (a cold
-        prompt of a whole window takes seconds for a small model on a CPU). After a move and
-        while typing, what is read is what the next request reads (its first read is bounded: a
-        short window after a move); `grow` (the user paused) and the idle ones read the whole
-        window, which later requests then use."""
-        if not grow:
-            self._prewarm = None
-        if not (typing or moved or grow):
-            self._pick_epoch += 1  # the user paused after the ring changed: pick its chunks again
-        editor = self.active_editor
-        open_file = self.active_file
-        if editor is None or open_file is None or not self.completer.options.auto:
-            return  # with automatic completions off, nothing runs in the background either
-        if not self.completer.ready:
-            self._schedule_prewarm(whole=whole)  # the model is still loading: once it is there
-            return
-        # (then a pause's request is pending, or the move's read stays)
-        if (editor.completion_pending or editor.rests_after_move) and not (typing or moved):
-            if grow and editor.completion_pending:
-                self._schedule_grow()  # once the suggestion is written
-            return
-        prefix, suffix = editor.head_window() if whole else editor.prefix_suffix()
-        settled = typing and time.monotonic() - self._moved_at >= GROW_TYPING_S
-        request = self.completer.build_request(prefix, suffix, str(open_file.file.path),
-                                               whole=settled or not (typing or moved))
-        self.run_worker(self.completer.prewarm(request, urgent=moved), group="prewarm", exit_on_error=False)
-
-    def _schedule_grow(self) -> None:
-        if self._grow is not None:
-            self._grow.stop()
-        self._grow = self.set_timer(GROW_IDLE_S, self._grow_window)
-
-    def _grow_window(self) -> None:
-        self._grow = None
-        self._start_prewarm(grow=True)
-
-    def _prewarm_while_typing(self) -> None:
-        """The user types here: read this place's prompt start now (the engine does it on the
-        threads it leaves the UI free of, and only what its KV cache lacks), so the suggestion
-        at the next pause reads the last line only. Without it the first pause after a jump to
-        another part of a file read every line in between then (hundreds of tokens: most of a
-        second on a CPU)."""
-        self._typing_prewarm = None
-        self._start_prewarm(typing=True)
+    def new_picks(self) -> None:
+        """The user paused after the ring changed: the next requests pick its chunks again."""
+        self._pick_epoch += 1
 
     def on_code_editor_moved(self, event: CodeEditor.Moved) -> None:
-        """The cursor moved (a jump, a click, arrow keys): read the prompt there while the typing
-        pause runs, with every core (the user is not typing), instead of after it. After a jump
-        the new place's lines are not in the KV cache, and reading them takes longer on a CPU
-        than the typing pause, which now hides part of it (the first read is bounded, FIRST_READ_S)."""
-        self._moved_at = time.monotonic()
-        if self._move_prewarm is not None:
-            self._move_prewarm.stop()
-        self._move_prewarm = self.set_timer(MOVE_PREWARM_S, self._prewarm_after_move)
-
-    def _prewarm_after_move(self) -> None:
-        self._move_prewarm = None
-        self._start_prewarm(moved=True)
+        self.prewarmer.moved()
 
     def apply_theme(self, theme: SpectermTheme) -> None:
         self.spectheme = theme
@@ -367,7 +296,7 @@ class EditorTabs(Vertical):
         self.focus_editor(editor)
         self.post_message(self.FilesChanged())
         self._ring_add(open_file, 0)  # its head (imports, names) until the user works elsewhere
-        self._schedule_prewarm(whole=True)
+        self.prewarmer.opened()
         await self.completer.remember(text)  # the session drafter's memory (queued)
         release_after_reading(text)  # what reading and splitting it took, back to the system
         return editor
@@ -402,11 +331,7 @@ class EditorTabs(Vertical):
         open_file = self.file_of(event.text_area)
         if open_file is not None:
             self.refresh_label(open_file)
-            if self._prewarm is not None:
-                self._schedule_prewarm()  # only once typing pauses
-            if self._typing_prewarm is None:
-                self._typing_prewarm = self.set_timer(TYPING_PREWARM_S, self._prewarm_while_typing)
-            self._schedule_grow()
+            self.prewarmer.typed()
             row = open_file.editor.cursor_location[0]
             last = self._ring_rows.get(open_file.pane_id)
             if last is None or abs(row - last) >= CHUNK_LINES // 2:
