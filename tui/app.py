@@ -35,12 +35,12 @@ from .key_hold import KeyHold
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
+from .suggest.completer import Completer, CompletionOptions
 from .suggest.prewarm import Prewarmer
 from .themes import SpectermTheme
 from .theming import Theming
 from .watch import FileWatcher
 from .widgets.chat import ChatPane
-from .widgets.completion import Completer, CompletionOptions
 from .widgets.editor import CodeEditor
 from .widgets.editor_tabs import EditorTabs, OpenFile
 from .widgets.file_tree import FileTree

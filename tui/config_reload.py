@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from .config import ConfigError, Settings
+from .suggest.completer import CompletionOptions
 from .theming import theme_name
-from .widgets.completion import CompletionOptions
 
 if TYPE_CHECKING:
     from .app import SpectermApp

@@ -12,7 +12,7 @@ import pytest
 
 from specterm.engine import CompletionRequest, Finished, GenerateRequest, TextDelta
 from specterm.engine.remote.engine import RemoteEngine, RemoteSettings
-from specterm.tui.widgets.completion import Completer, CompletionOptions
+from specterm.tui.suggest.completer import Completer, CompletionOptions
 
 from fault_server import FaultServer
 from remote_servers import free_port, run_specterm

@@ -1,7 +1,7 @@
 """The prefix window of a completion request stays put while the user types in a long file, so the
 engine can reuse its KV cache instead of decoding the whole window again on every keystroke."""
 
-from specterm.tui.widgets.completion import stable_window_start
+from specterm.tui.suggest.completer import stable_window_start
 
 TEXT = "".join(f"value_{i:05d} = compute({i})\n" for i in range(3000))
 
@@ -21,7 +21,7 @@ def test_short_prefix_is_taken_whole():
 
 
 def test_a_kept_window_stays_put_across_step_boundaries_and_row_window_moves():
-    from specterm.tui.widgets.completion import HEAD_CHARS, STICKY, sticky_window_start
+    from specterm.tui.suggest.completer import HEAD_CHARS, STICKY, sticky_window_start
 
     starts, head = set(), ""
     for n in range(40_000, 42_000, 7):  # typing on: the stable start alone moves every 1500
@@ -46,7 +46,7 @@ def _read(tokens: int, decoded: int, seconds: float):
 
 
 def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
-    from specterm.tui.widgets.completion import (
+    from specterm.tui.suggest.completer import (
         MIN_WINDOW_CHARS,
         PREFIX_CHARS,
         READ_BUDGET_S,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from specterm.tui.engine_factory import ui_spare_cores
-from specterm.tui.widgets.completion import MIN_WINDOW_CHARS, READ_BUDGET_S, WINDOW_STEP_CHARS
+from specterm.tui.suggest.completer import MIN_WINDOW_CHARS, READ_BUDGET_S, WINDOW_STEP_CHARS
 from specterm.tui.widgets.editor import CodeEditor
 from specterm.tui.widgets.ghost import PREFIX_CHARS
 
@@ -330,7 +330,7 @@ async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, setting
     """A read the engine reports sizes the prefix window of the requests that follow."""
     import pytest
 
-    from specterm.tui.widgets.completion import MIN_WINDOW_CHARS, PREFIX_CHARS, STICKY
+    from specterm.tui.suggest.completer import MIN_WINDOW_CHARS, PREFIX_CHARS, STICKY
 
     body = "".join(f"def helper_{i}(value):\n    return value * {i}\n\n\n" for i in range(200))
     path = tmp_path / "long.py"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specterm.tui.suggest.completer import Completer, CompletionOptions
 from specterm.tui.suggest.controller import Suggestion, SuggestionController
-from specterm.tui.widgets.completion import Completer, CompletionOptions
 
 
 class LinesHost:
@@ -21,7 +21,7 @@ class LinesHost:
     def __init__(self, lines: list[str], cursor: tuple[int, int]) -> None:
         self.lines = lines
         self.cursor_location = cursor
-        self.controller = SuggestionController(self, Completer(CompletionOptions()))
+        self.controller = SuggestionController(self, Completer(CompletionOptions.from_config()))
         self.notices: list[str] = []
         self.timers: list[float] = []
 

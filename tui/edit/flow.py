@@ -17,7 +17,7 @@ from textual.widgets.text_area import Selection
 from specterm.engine import EditRequest, Finished, TextDelta
 from specterm.engine.edit_prompt import AFTER_SHARE
 
-from ..widgets.completion import MIN_WINDOW_CHARS
+from ..suggest.completer import MIN_WINDOW_CHARS
 from .box import InstructionBox, InstructionHistory
 from .merge import merge_instruction, merge_rows
 from .region import EditTarget, pick_rows, target_for

@@ -36,10 +36,10 @@ from specterm.engine.completion import live_completion
 
 from ..widgets import alternatives
 from ..widgets.alternatives import Alternatives
-from ..widgets.completion import Completer
 from ..widgets.debounce import AdaptiveDebounce
 from ..widgets.ghost import cache_key, next_line, next_word, visible_ghost
 from ..widgets.suggestions import CompletionRecord, Source
+from .completer import Completer
 
 FOLLOWING_LINES = 12  # document lines compared against a suggestion's tail
 # While a suggestion streams, it is redrawn at most this often: the first text at once, then in

@@ -23,7 +23,7 @@ from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.timer import Timer
 
-from ..widgets.completion import Completer
+from .completer import Completer
 
 PREWARM_DELAY_S = 1.0  # after the context ring changed, this long without a request: prewarm
 TYPING_PREWARM_S = 0.25  # while typing, the prompt start is read at most this often

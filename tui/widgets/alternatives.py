@@ -16,7 +16,7 @@ from typing import Callable
 
 from specterm.engine import CompletionRequest, Finished
 
-from .completion import Completer
+from ..suggest.completer import Completer
 
 MAX_OPTIONS = 3  # the main suggestion and two alternatives
 MAX_RANK = 4  # first-token ranks tried: a rank whose text repeats another's (or is empty) is skipped

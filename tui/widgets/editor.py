@@ -29,10 +29,10 @@ from textual.strip import Strip
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Selection
 
+from ..suggest.completer import DEFAULT_ACCEPT_KEYS, Completer
 from ..suggest.controller import SuggestionController
 from ..themes import SpectermTheme
 from .code_area import CodeArea
-from .completion import DEFAULT_ACCEPT_KEYS, Completer
 from .highlight import ghost_texts
 from .suggestions import Source
 

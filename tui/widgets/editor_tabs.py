@@ -26,10 +26,10 @@ from specterm.engine import ContextFile
 from ..context_ring import CHUNK_LINES, ContextRing
 from ..memory import release_after_reading
 from ..screens.choice import ChoiceScreen
+from ..suggest.completer import Completer
 from ..suggest.prewarm import Prewarmer
 from ..textfile import DiskSignature, FileLoadError, FileSaveError, TextFile, UnencodableText, encoding_name
 from ..themes import SpectermTheme
-from .completion import Completer
 from .document import BlockLines
 from .editor import CodeEditor
 

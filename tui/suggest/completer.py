@@ -18,8 +18,8 @@ from specterm.engine import CompletionRequest, ContextFile, Engine, Event, Finis
 from specterm.engine.completion import worth_caching
 
 from ..config import CompletionConfig, KeysConfig, builtin_settings, key_names
-from .ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
-from .suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
+from ..widgets.ghost import PREFIX_CHARS, SUFFIX_CHARS, CompletionCache
+from ..widgets.suggestions import CompletionRecord, Prefetch, SuggestionLog, probe_lag
 
 EventSink = Callable[[str, Event], None]  # (kind: "completion" | "chat", event)
 
