@@ -9,14 +9,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-
-def expected_tokens(a: float, g: int) -> float:
-    """E(g): expected tokens one target pass yields with draft length g and acceptance a."""
-    if g <= 0:
-        return 1.0
-    if a >= 1.0:
-        return float(g + 1)
-    return (1.0 - a ** (g + 1)) / (1.0 - a)
+from ..policy import expected_tokens  # the one formula: the policy prices with it
 
 
 def predicted_speedup(a: float, g: int, t1: float, t_d: float, t_v: float) -> float:
