@@ -154,11 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jump", type=int, default=0, metavar="N",
                     help="time N jumps from the top to the end instead")
-    ap.add_argument("--specterm", default=shutil.which("specterm") or "specterm")
+    # (the specterm beside this Python first: a venv's, when the venv is not on PATH)
+    beside = Path(sys.executable).with_name("specterm")
+    ap.add_argument("--specterm", default=shutil.which("specterm") or (str(beside) if beside.exists() else "specterm"))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if shutil.which("tmux") is None:
         print("person_tmux: tmux is not installed.", file=sys.stderr)
+        return 2
+    if shutil.which(args.specterm) is None:
+        print(f"person_tmux: {args.specterm!r} is not a program; name specterm with --specterm PATH.", file=sys.stderr)
         return 2
     text = args.file.read_text(encoding="utf-8")
     lines = text.split("\n")
