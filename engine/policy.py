@@ -415,9 +415,7 @@ class DraftPolicy:
         if t1 is None:
             return None
         length = self._probe_length(fit)
-        tv = c.t_verify(length + 1, fit)
-        if tv is None:
-            tv = t1 * (1.0 + _PRIOR_VERIFY_SLOPE * length)
+        tv = self._verify_cost(length, t1, fit)
         if free or self.draft_is_free:
             return max(tv - t1, 0.0)
         extra = tv - t1 + self._draft_cost(length, t1)
@@ -598,13 +596,15 @@ class DraftPolicy:
         return max(options, key=lambda o: self._split_rate(o[0], o[1], lag + o[0] if o[1] else 0, a_free))
 
     def _split_rate(self, n_free: int, n_model: int, lag: int, a_free: float) -> float:
-        c = self.costs
-        t1 = c.verify.get(1) or 1.0
-        draft = c.draft_cost(n_model)
-        if draft is None:
-            draft = n_model * _PRIOR_DRAFT * t1
+        t1 = self.costs.verify.get(1) or 1.0
+        draft = self._draft_cost(n_model, t1)
         if n_model and lag > _STEADY_CATCHUP:
-            draft += c.catchup(lag)
-        n = n_free + n_model
-        tv = c.t_verify(n + 1) or t1 * (1.0 + _PRIOR_VERIFY_SLOPE * n)
+            draft += self.costs.catchup(lag)
+        tv = self._verify_cost(n_free + n_model, t1)
         return expected_tokens(a_free, n_free, then=(self.acceptance, n_model)) / (draft + tv)
+
+    def _verify_cost(self, drafted: int, t1: float, fit: tuple[float, float] | None = None) -> float:
+        """t_v of a pass carrying `drafted` draft tokens: measured, or from the line through the
+        measured sizes, else the prior slope per extra token."""
+        tv = self.costs.t_verify(drafted + 1, fit)
+        return tv if tv is not None else t1 * (1.0 + _PRIOR_VERIFY_SLOPE * drafted)
