@@ -15,8 +15,8 @@ from typing import TextIO
 
 from specterm.engine.settings import DraftSettings
 
+from ..commands.common import UsageError
 from ..config import parse_draft
-from .common import UsageError
 
 
 def parse_also(text: str) -> list[str]:
