@@ -342,7 +342,7 @@ def _names_the_demo(node: ast.AST) -> bool:
 @pytest.mark.parametrize("path", [p for p in [*sources("engine"), *sources("tui")] if p != LOADER], ids=rel_id)
 def test_only_the_loader_knows_the_demo_and_draft_keywords(path: Path):
     """The loader resolves `target = "demo"` once (ModelSettings.demo) and parses [model] draft
-    once (DraftChoice); no other module compares a value to "demo" or tells a draft keyword
+    once (parse_draft); no other module compares a value to "demo" or tells a draft keyword
     from a path."""
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Compare):
