@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from specterm.tui.replay import percentiles  # (p50/p95 in ms of times in seconds)
+from specterm.tui.bench.replay import percentiles  # (p50/p95 in ms of times in seconds)
 
 SIZE = (120, 40)
 LOOK_S = 0.3

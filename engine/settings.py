@@ -47,6 +47,15 @@ class DraftSettings:
     hybrid: bool = False  # with a draft model (only then): the session drafter beside it, the better guess each pass
     session_mb: int = 32  # memory cap of the session drafter's index
     session_store: str = ""  # a file to keep the session's memory in between runs ("": never saved)
+    # A draft model's layers on the GPU (the app's [model] draft_gpu_layers), known whichever drafter
+    # is chosen: the app's loader builds `model` with them (the engine reads `model.gpu_layers`),
+    # `specterm models` each candidate draft.
+    gpu_layers: int = -1
+
+    @property
+    def path(self) -> str | None:
+        """The draft model's file; None for a drafter that needs no model."""
+        return self.model.path if self.model is not None else None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@
   RemoteEngine); the CLI, the app, the bench and doctor call it;
 - one settings source: the engine's dataclasses (engine/settings.py) and the loader's (tui/config.py)
   declare each setting once, and only the loader knows the "demo" target and the draft keywords.
+- one home for the bench: engine/bench/ the library, tui/bench/ the command and the benches
+  that drive the app, bench/ the scripts; nothing else in engine/ or tui/ is bench code;
 - the suggestion lifecycle is no widget: tui/suggest/controller.py imports no Textual;
 - the app composes and routes, the editor keys and draws: tui/app.py <= 450 lines,
   tui/widgets/editor.py <= 500 (what grows past that goes into a module of its own).
@@ -340,7 +342,7 @@ def _names_the_demo(node: ast.AST) -> bool:
 @pytest.mark.parametrize("path", [p for p in [*sources("engine"), *sources("tui")] if p != LOADER], ids=rel_id)
 def test_only_the_loader_knows_the_demo_and_draft_keywords(path: Path):
     """The loader resolves `target = "demo"` once (ModelSettings.demo) and parses [model] draft
-    once (DraftChoice); no other module compares a value to "demo" or tells a draft keyword
+    once (parse_draft); no other module compares a value to "demo" or tells a draft keyword
     from a path."""
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Compare):
@@ -365,3 +367,18 @@ def test_the_suggestion_controller_is_no_widget():
 def test_the_app_and_the_editor_stay_small(rel: str, most: int):
     lines = len((REPO / rel).read_text().splitlines())
     assert lines <= most, f"{rel} has {lines} lines (at most {most}): move a concern into a module of its own"
+
+
+def test_one_home_for_the_bench():
+    """engine/bench/ is the measuring library and tui/bench/ the app side (the command, the
+    replay, the edits); no other engine or tui module is named for the bench or imports either."""
+    homes = (REPO / "engine" / "bench", REPO / "tui" / "bench")
+    assert all((home / "__init__.py").exists() for home in homes)
+    for path in [*sources("engine"), *sources("tui")]:
+        if any(home in path.parents for home in homes):
+            continue
+        assert "bench" not in path.stem, f"{rel_id(path)} is bench code outside engine/bench/ and tui/bench/"
+        for name in imported_modules(path, package_of(path)):
+            assert not name.startswith(("specterm.engine.bench", "specterm.tui.bench")), (
+                f"{rel_id(path)} imports {name}: bench code belongs in engine/bench/ or tui/bench/"
+            )

@@ -18,7 +18,6 @@ from specterm.tui.config import (
     SCHEMA,
     SECTIONS,
     ConfigError,
-    DraftChoice,
     find_project_file,
     load_settings,
     user_config_path,
@@ -102,7 +101,8 @@ def test_engine_sections_are_the_engine_dataclasses():
     assert (SECTIONS["speculative"], SECTIONS["sampling"]) == (engine.SpeculativeSettings, engine.SamplingSettings)
     # every field of theirs is a key, but those the loader fills (the target's path, the drafter)
     assert "model.ctx" in SCHEMA and "draft.session_mb" in SCHEMA and "speculative.p_min" in SCHEMA
-    assert not {"model.path", "model.demo", "model.spare_cores", "draft.kind", "draft.model"} & set(SCHEMA)
+    loader_filled = {"model.path", "model.demo", "model.spare_cores", "draft.kind", "draft.model", "draft.gpu_layers"}
+    assert not loader_filled & set(SCHEMA)
 
 
 def test_builtin_config_is_the_packaged_file():
@@ -114,7 +114,7 @@ def test_builtin_config_is_the_packaged_file():
 def test_defaults_with_no_config_at_all_are_the_demo(env):
     s = load(env, project_dir=None)
     assert s.demo and s.model.demo and s.model.path == demo_model_path()  # resolved once, here
-    assert s.draft_choice == DraftChoice(kind="session", path=None, gpu_layers=-1)
+    assert (s.draft.kind, s.draft.path, s.draft.gpu_layers) == ("session", None, -1)
     assert [src.kind for src in s.sources] == ["built-in", "user"]
     assert s.files_read == (BUILTIN_CONFIG,)
     assert s.origin("model.ctx") == "built-in defaults"
@@ -214,11 +214,11 @@ def test_model_paths_are_relative_to_the_file_that_sets_them(env, tmp_path, monk
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     s = load(env, config_file=cfg)
-    assert s.model.path == str(target) and not s.model.demo and s.draft_choice.path == str(draft)
+    assert s.model.path == str(target) and not s.model.demo and s.draft.path == str(draft)
     es = s.engine_settings()
     assert es.draft.kind == "model" and es.draft.model is not None
     assert es.draft.model.path == str(draft)
-    assert es.draft.model.gpu_layers == s.draft_choice.gpu_layers and not es.draft.model.demo
+    assert es.draft.model.gpu_layers == s.draft.gpu_layers and not es.draft.model.demo
     assert es.draft.model.ctx == es.target.ctx  # the draft holds the same tokens as the target
 
 
@@ -247,8 +247,24 @@ def test_draft_keywords_are_not_paths(env, tmp_path):
     for kw in ("session", "lookup", "none"):
         cfg = write(tmp_path / f"{kw}.toml", f'[model]\ndraft = "{kw}"\n')
         s = load(env, config_file=cfg)
-        assert s.draft_choice == DraftChoice(kind=kw, path=None, gpu_layers=-1) and str(s.draft_choice) == kw
+        assert (s.draft.kind, s.draft.path, s.draft.gpu_layers) == (kw, None, -1)
         assert s.engine_settings().draft.kind == kw and s.engine_settings().draft.model is None
+
+
+def test_draft_gpu_layers_are_kept_with_a_keyword_draft_and_given_to_a_draft_model(env, tmp_path):
+    # One owner, DraftSettings: with a keyword draft there is no model to carry [model]
+    # draft_gpu_layers, yet `specterm models` prices candidate drafts with them.
+    cfg = write(tmp_path / "lookup.toml", '[model]\ndraft = "lookup"\ndraft_gpu_layers = 7\n')
+    s = load(env, config_file=cfg)
+    assert (s.draft.kind, s.draft.model, s.draft.gpu_layers) == ("lookup", None, 7)
+    assert s.engine_settings().draft.gpu_layers == 7 and s.origin("model.draft_gpu_layers") == str(cfg)
+    # the flags' layer wins over the file, and a path makes the same number the model's
+    draft = gguf_stub(tmp_path / "d.gguf")
+    s = load(env, config_file=cfg, overrides={"model.draft": str(draft), "model.draft_gpu_layers": 0})
+    assert s.draft.kind == "model" and s.draft.path == str(draft)
+    assert s.draft.model is not None and s.draft.model.gpu_layers == s.draft.gpu_layers == 0
+    assert s.model.gpu_layers == -1  # the target's own layers are another key
+    assert "draft_gpu_layers" in error_of(env, overrides={"model.draft": "lookup", "model.draft_gpu_layers": -2})
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -350,5 +366,5 @@ def test_a_draft_that_is_neither_a_keyword_nor_a_file_is_named_with_the_keywords
     assert f"does not exist: {tmp_path / 'sesion'}" in msg and 'draft = "session"' in msg
     assert "names a folder" in error_of(env, overrides={"model.draft": str(tmp_path)})
     s = load(env, overrides={"model.draft": "sesion"}, cwd=tmp_path, check_files=False)
-    assert s.draft_choice.kind == "model" and s.draft.model is not None
+    assert s.draft.kind == "model" and s.draft.model is not None
     assert s.draft.model.path == str(tmp_path / "sesion")

@@ -1,9 +1,9 @@
 """specterm's command line: `specterm [PATH]` opens the TUI; subcommands run headless.
 
 Every command takes the same global flags (model pair, sampling, context); they are the last and
-strongest configuration layer (see tui/config.py). Subcommands are modules in `tui/commands/` with
-`add_parser(subparsers, parents)` and `run(args, settings) -> int`; register a new one by adding it
-to `COMMAND_MODULES`.
+strongest configuration layer (see tui/config.py). Subcommands are modules in `tui/commands/` (the
+bench's is `tui/bench/command.py`) with `add_parser(subparsers, parents)` and
+`run(args, settings) -> int`; register a new one by adding it to `COMMAND_MODULES`.
 
 Exit codes: 0 success; 2 bad usage, bad configuration, an unusable model or an unreachable backend
 (a message on stderr, never a traceback); 130 on ctrl+c.
@@ -37,7 +37,7 @@ COMMAND_MODULES = [
     "specterm.tui.commands.generate",
     "specterm.tui.commands.doctor",
     "specterm.tui.commands.pull", "specterm.tui.commands.models",
-    "specterm.tui.commands.bench",
+    "specterm.tui.bench.command",
 ]
 OPEN_COMMAND = "open"  # the TUI; `specterm [PATH]` means `specterm open [PATH]`
 

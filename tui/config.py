@@ -11,7 +11,7 @@ Layers, later wins key by key:
 The result is one frozen, typed `Settings`. The sections the engine reads are the engine's own
 dataclasses (engine/settings.py), validated straight into; `Settings.engine_settings()` bundles them
 into an `EngineSettings`, so the engine never sees files or the environment. The demo target and
-`[model] draft` are resolved here, once (`ModelSettings.demo`, `DraftChoice`).
+`[model] draft` are resolved here, once (`ModelSettings.demo`, `DraftSettings.kind` and `.model`).
 
 Errors are `ConfigError`s whose message is the whole explanation a user needs: which file and line
 (malformed TOML), which key (unknown — with the nearest valid one — or of the wrong type, with the
@@ -62,13 +62,14 @@ def is_demo_target(value: str) -> bool:
     return value == DEMO_TARGET
 
 
-def parse_draft(value: str, gpu_layers: int) -> DraftChoice:
-    """A [model] draft value (or `--draft`) as a DraftChoice: a keyword names a drafter, anything
-    else a draft model's file."""
+def parse_draft(value: str, base: DraftSettings, draft_model: ModelSettings) -> DraftSettings:
+    """A [model] draft value (or `--draft`, a `bench --also` item) as `base` with its drafter: a
+    keyword names a drafter without a model, anything else a draft model's file, loaded as
+    `draft_model` says (the target's context and threads)."""
     for kind in DRAFT_KEYWORDS:
         if value == kind:
-            return DraftChoice(kind=kind, path=None, gpu_layers=gpu_layers)
-    return DraftChoice(kind="model", path=value, gpu_layers=gpu_layers)
+            return replace(base, kind=kind, model=None)
+    return replace(base, kind="model", model=replace(draft_model, path=value, demo=False))
 
 
 class ConfigError(Exception):
@@ -80,20 +81,6 @@ class ConfigError(Exception):
 # the TOML values straight into them. The app's own sections are declared below. Field types are the
 # schema (str, int, float, bool); values and their documentation live in the built-in config.toml,
 # which must set every key (a test checks both directions).
-
-
-@dataclass(frozen=True)
-class DraftChoice:
-    """`[model] draft` (with `draft_gpu_layers`), parsed once by the loader: a draft model's file,
-    or a drafter that needs no model ("session", "lookup", "none")."""
-
-    kind: DraftKind
-    path: str | None  # the draft GGUF (absolute), for kind == "model" only
-    gpu_layers: int  # [model] draft_gpu_layers: the draft model's layers on the GPU
-
-    def __str__(self) -> str:
-        """As written in a config file: the path, or the keyword."""
-        return self.path if self.path is not None else self.kind
 
 
 @dataclass(frozen=True)
@@ -172,9 +159,9 @@ SECTIONS: dict[str, type] = {
 # Fields of those dataclasses that are no key of their own: the loader fills them.
 LOADER_FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("path", "demo", "spare_cores"),  # path and demo from `target`; spare_cores from the app
-    "draft": ("kind", "model"),  # from [model] draft and draft_gpu_layers (a DraftChoice)
+    "draft": ("kind", "model", "gpu_layers"),  # from [model] draft and draft_gpu_layers (parse_draft)
 }
-# [model] keys that are no field of ModelSettings: the target's file, and the drafter (DraftChoice).
+# [model] keys that are no field of ModelSettings: the target's file, and the drafter (parse_draft).
 FILE_KEYS: dict[str, type] = {"model.target": str, "model.draft": str, "model.draft_gpu_layers": int}
 
 
@@ -316,8 +303,7 @@ class Settings:
     """Everything specterm is configured with, typed and validated. Immutable."""
 
     model: ModelSettings  # [model]: the target, its path resolved (the demo's too: `model.demo`)
-    draft_choice: DraftChoice  # [model] draft and draft_gpu_layers
-    draft: DraftSettings  # [draft], with the drafter `draft_choice` names
+    draft: DraftSettings  # [draft], with the drafter [model] draft names and [model] draft_gpu_layers
     speculative: SpeculativeSettings
     sampling: SamplingSettings
     completion: CompletionConfig
@@ -637,16 +623,16 @@ def _settings(merged: Mapping[str, Any], **rest: Any) -> Settings:
     target = merged["model.target"]
     demo = is_demo_target(target)
     model: ModelSettings = _section("model", merged, path=_demo_file() if demo else target, demo=demo)
-    choice = parse_draft(merged["model.draft"], merged["model.draft_gpu_layers"])
-    draft_model = None
-    if choice.path is not None:  # the draft holds the same tokens as the target: its context, threads
-        draft_model = replace(model, path=choice.path, gpu_layers=choice.gpu_layers, demo=False)
+    # [draft]'s own keys, then the drafter [model] draft names; a draft model holds the same tokens
+    # as the target, so it gets the target's context and threads (and [model] draft_gpu_layers)
+    gpu_layers = merged["model.draft_gpu_layers"]
+    section = _section("draft", merged, kind="none", gpu_layers=gpu_layers)  # kind: parse_draft's
+    draft = parse_draft(merged["model.draft"], section, replace(model, gpu_layers=gpu_layers))
     # the app's own sections: the dataclasses declared in this module
     app = {name: _section(name, merged) for name, cls in SECTIONS.items() if cls.__module__ == __name__}
     return Settings(
         model=model,
-        draft_choice=choice,
-        draft=_section("draft", merged, kind=choice.kind, model=draft_model),
+        draft=draft,
         speculative=_section("speculative", merged),
         sampling=_section("sampling", merged),
         **app,
@@ -723,7 +709,7 @@ def check_model_files(settings: Settings) -> None:
     if settings.engine.backend == "openai":  # the server loads the models; none are read here
         return
     files = [("model.target", None if settings.model.demo else settings.model.path),
-             ("model.draft", settings.draft_choice.path)]
+             ("model.draft", settings.draft.path)]
     for key, value in files:
         if value is None:  # a keyword: the demo, or a drafter without a model
             continue

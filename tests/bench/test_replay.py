@@ -78,7 +78,7 @@ def test_replay_bad_input_exits_2_with_one_line(bench, tmp_path: Path):
 
 
 def test_a_persons_places_are_lines_to_write_spread_over_the_file_in_no_order():
-    from specterm.tui.replay import PERSON_CHARS, pick_spots
+    from specterm.tui.bench.replay import PERSON_CHARS, pick_spots
 
     text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(300))
     lines = text.split("\n")
@@ -92,7 +92,7 @@ def test_a_persons_places_are_lines_to_write_spread_over_the_file_in_no_order():
 
 
 def test_regions_are_whole_lines_spread_over_the_file_within_the_budget():
-    from specterm.tui.replay import BUDGET_S, DEFAULT_CPS, TYPING_SHARE, ReplayOptions, pick_regions
+    from specterm.tui.bench.replay import BUDGET_S, DEFAULT_CPS, TYPING_SHARE, ReplayOptions, pick_regions
 
     text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(600))[:25_000]
     regions = pick_regions(text, ReplayOptions())

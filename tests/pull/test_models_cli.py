@@ -85,6 +85,24 @@ def test_drafts_for_a_pulled_pair_by_name_include_the_configured_draft(sandbox, 
     assert human.returncode == 0 and f"--draft {neighbour}" in human.stdout
 
 
+def test_drafts_for_a_target_with_a_keyword_draft_and_its_gpu_layers_in_the_config(sandbox, tiny_ggufs):
+    """[model] draft = "session" has no model to carry draft_gpu_layers; the candidates are still
+    checked with them, the keyword is no candidate, and a bad value is named."""
+    target = sandbox.cache.put(TARGET_REPO, TARGET_FILE, tiny_ggufs.good)
+    good = sandbox.cache.put(DRAFT_REPO, DRAFT_FILE, tiny_ggufs.good)
+    sandbox.user_config.parent.mkdir(parents=True, exist_ok=True)
+    sandbox.user_config.write_text('[model]\ndraft = "session"\ndraft_gpu_layers = 0\n')
+    r = sandbox.specterm("models", str(target), "--json")
+    assert r.returncode == 0, r.stderr
+    drafts = json.loads(r.stdout)["drafts"]
+    assert [(d["path"], d["compatible"]) for d in drafts] == [(str(good), True)]
+    assert drafts[0]["memory_total_bytes"] > tiny_ggufs.good.stat().st_size
+    sandbox.user_config.write_text('[model]\ndraft = "session"\ndraft_gpu_layers = -3\n')
+    bad = sandbox.specterm("models", str(target), "--json")
+    assert bad.returncode == 2 and bad.stdout == "" and "Traceback" not in bad.stderr
+    assert "draft_gpu_layers" in bad.stderr and len(bad.stderr.strip().splitlines()) <= 2, bad.stderr
+
+
 def test_drafts_for_a_pair_that_is_not_downloaded(sandbox):
     r = sandbox.specterm("models", "qwen2.5-coder-14b")
     assert r.returncode == 2

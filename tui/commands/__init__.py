@@ -1,5 +1,8 @@
 """Headless subcommands of `specterm`, one module each.
 
+The bench's command lives with the rest of the bench's app side, in tui/bench/command.py; it
+follows the same contract.
+
 A command module defines:
 
 - `NAME`: the subcommand's name,

@@ -157,8 +157,8 @@ def print_doctor(settings: Settings, report: PairReport | None, config_problem: 
         _model_block(out, title, report.target, report.gpu_offload_supported, settings.origin("model.target"))
     if report.draft is not None:
         _model_block(out, "Draft", report.draft, report.gpu_offload_supported, settings.origin("model.draft"))
-    elif report.draft_kind == "model" and settings.draft_choice.path:  # named, but not usable
-        path = settings.draft_choice.path
+    elif report.draft_kind == "model" and settings.draft.path:  # named, but not usable
+        path = settings.draft.path
         source = _from(settings.origin("model.draft"))
         out.write(f"{'Draft':<14}{Path(path).name}\n")
         out.write(f"  {'file':<12}{path}" + (f"  ({source})" if source else "") + "\n")

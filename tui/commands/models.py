@@ -293,7 +293,7 @@ def _candidates(target: Path, settings: Settings) -> list[_Candidate]:
 
     for path in sorted(cache_dir().glob("*.gguf")):  # copies `derive` wrote for the demo or the hub cache
         add(path, str(path))
-    draft = settings.draft_choice.path
+    draft = settings.draft.path
     if draft is not None:
         add(Path(draft), draft)
     return found
@@ -309,7 +309,7 @@ def drafts_for(target: Path, settings: Settings) -> dict[str, Any]:
     rows = []
     for cand in _candidates(target, settings):
         draft_model = replace(target_settings, path=str(cand.path),
-                              gpu_layers=settings.draft_choice.gpu_layers)
+                              gpu_layers=settings.draft.gpu_layers)
         report = build_report(replace(base, target=target_settings,
                                       draft=DraftSettings(kind="model", model=draft_model)))
         reason = None

@@ -25,8 +25,8 @@ from textual.widgets.text_area import Selection
 from specterm.engine import EditRequest, Finished
 from specterm.engine.bench.tasks import BenchTask
 
-from .app import SpectermApp
-from .config import Settings
+from ..app import SpectermApp
+from ..config import Settings
 from .replay import ReplayError, key_event, key_for, percentiles, wait_engine_ready
 
 DEFAULT_CPS = 12.0  # a quick typist's instruction: a few seconds for a short sentence

@@ -15,8 +15,8 @@ from typing import TextIO
 
 from specterm.engine.settings import DraftSettings
 
+from ..commands.common import UsageError
 from ..config import parse_draft
-from .common import UsageError
 
 
 def parse_also(text: str) -> list[str]:
@@ -33,14 +33,13 @@ def parse_also(text: str) -> list[str]:
 def draft_settings(item: str, engine_settings) -> DraftSettings:
     """The DraftSettings for one --also item (a path is a draft model with the target's settings)."""
     base = engine_settings.draft
-    choice = parse_draft(item, engine_settings.target.gpu_layers)
+    choice = parse_draft(item, DraftSettings(session_mb=base.session_mb), engine_settings.target)
     if choice.kind in ("lookup", "session"):
-        return DraftSettings(kind=choice.kind, session_mb=base.session_mb)
+        return choice
     path = Path(item).expanduser()
-    if not path.is_file():
+    if choice.model is None or not path.is_file():
         raise UsageError(f"--also: {item} is neither lookup, session nor a GGUF file.")
-    return DraftSettings(kind="model", model=replace(engine_settings.target, path=str(path), demo=False),
-                         session_mb=base.session_mb)
+    return replace(choice, model=replace(choice.model, path=str(path)))
 
 
 def run_also(engine, engine_settings, items: list[str], tasks, make_bench) -> list[dict]:

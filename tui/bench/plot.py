@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import UsageError
+from ..commands.common import UsageError
 
 FORMATS = (".png", ".svg", ".pdf")
 

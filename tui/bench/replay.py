@@ -45,10 +45,10 @@ from textual.message import Message
 
 from specterm.engine import CompletionRequest, Engine, Finished, StatsUpdate
 
-from .app import SpectermApp
-from .config import Settings
-from .widgets.editor import CodeEditor
-from .widgets.ghost import next_line, next_word
+from ..app import SpectermApp
+from ..config import Settings
+from ..widgets.editor import CodeEditor
+from ..widgets.ghost import next_line, next_word
 
 DEFAULT_CPS = 8.0
 BUDGET_S = 300.0  # a 25 KB file's default replay finishes within this

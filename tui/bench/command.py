@@ -24,10 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, TextIO
 
+from ..commands.common import TtyProgress, UsageError, read_user_text
 from ..config import Settings
-from .bench_also import draft_settings, parse_also, run_also, write_also
-from .bench_plot import check_plot_target, write_plot
-from .common import TtyProgress, UsageError, read_user_text
+from .also import draft_settings, parse_also, run_also, write_also
+from .plot import check_plot_target, write_plot
 
 NAME = "bench"
 DEFAULT_FIM_TASKS = 8
@@ -458,7 +458,7 @@ def write_chart(data: dict, out: TextIO, width: int = 40) -> None:
 
 
 def run_replay(args: argparse.Namespace, settings: Settings) -> int:
-    """`bench --replay FILE`: the app types FILE; see tui/replay.py. Textual loads only here."""
+    """`bench --replay FILE`: the app types FILE; see tui/bench/replay.py. Textual loads only here."""
     if args.paths or args.tasks_file or args.sweep or args.compare_llama_cpp:
         raise UsageError("bench: --replay FILE runs alone (no PATHS, --tasks-file, --sweep or --compare-llama-cpp).")
     path = Path(args.replay)
@@ -467,8 +467,8 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"--replay {args.replay}: the file is empty; there is nothing to type.")
     if "\x00" in text:
         raise UsageError(f"--replay {args.replay}: not a text file (it holds NUL bytes).")
-    from ..replay import DEFAULT_CPS, ReplayOptions
-    from ..replay import run_replay as replay
+    from .replay import DEFAULT_CPS, ReplayOptions
+    from .replay import run_replay as replay
 
     opts = ReplayOptions(cps=args.cps or DEFAULT_CPS, full=args.full)
     return _in_app(args, settings, "replay",
@@ -479,7 +479,7 @@ def _in_app(args: argparse.Namespace, settings: Settings, label: str,
             run: Callable[[Settings, Callable[[str], None]], dict], write: Callable[[dict, TextIO], None]) -> int:
     """Run an in-app measurement (`run`, given the settings and a progress line) and print its
     report (`write`; with --json the table goes to stderr and the JSON to stdout)."""
-    from ..replay import ReplayError
+    from .replay import ReplayError
 
     progress = TtyProgress()
     settings = replace(settings, draft=replace(settings.draft, session_store=""))  # never a saved memory
@@ -496,7 +496,7 @@ def _in_app(args: argparse.Namespace, settings: Settings, label: str,
 
 
 def run_edits(args: argparse.Namespace, settings: Settings) -> int:
-    """`bench --edits FILE`: the app makes each edit task; see tui/edit_bench.py."""
+    """`bench --edits FILE`: the app makes each edit task; see tui/bench/edits.py."""
     if args.paths or args.tasks_file or args.sweep or args.compare_llama_cpp or args.full:
         raise UsageError("bench: --edits FILE runs alone "
                          "(no PATHS, --tasks-file, --sweep, --full or --compare-llama-cpp).")
@@ -510,7 +510,7 @@ def run_edits(args: argparse.Namespace, settings: Settings) -> int:
     if not tasks:
         raise UsageError(f"bench: {args.edits} has no edit task (kind \"edit\").")
     tasks = tasks[: args.tasks] if args.tasks else tasks
-    from ..edit_bench import DEFAULT_CPS, EditBenchOptions, run_edit_bench, write_edit_bench
+    from .edits import DEFAULT_CPS, EditBenchOptions, run_edit_bench, write_edit_bench
 
     opts = EditBenchOptions(cps=args.cps or DEFAULT_CPS)
     return _in_app(args, settings, "edits", lambda s, progress: run_edit_bench(s, tasks, opts, progress),
