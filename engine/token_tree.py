@@ -1,0 +1,59 @@
+"""A token tree: several guesses that share their first tokens, checked in one verify pass.
+
+Node 0 is the root (the token the target has not read yet); every other node names its parent, which
+comes before it. One root-to-leaf path is one linear draft, so a tree with one leaf is today's
+linear draft. The model decodes all nodes in one batch (`LlamaModel.decode_tree`) and keeps one path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TokenTree:
+    """Tokens with the index of each node's parent (-1 for the root, node 0 only)."""
+
+    tokens: tuple[int, ...]
+    parents: tuple[int, ...]
+    depths: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            raise ValueError("a token tree needs at least its root")
+        if len(self.parents) != len(self.tokens):
+            raise ValueError(f"{len(self.tokens)} tokens but {len(self.parents)} parents")
+        if self.parents[0] != -1:
+            raise ValueError("node 0 is the root: its parent must be -1")
+        depths = [0]
+        for i, p in enumerate(self.parents[1:], start=1):
+            if not 0 <= p < i:
+                raise ValueError(f"node {i} names parent {p}: a parent must be an earlier node")
+            depths.append(depths[p] + 1)
+        object.__setattr__(self, "depths", tuple(depths))
+
+    @classmethod
+    def linear(cls, tokens: list[int]) -> "TokenTree":
+        """A tree of width 1: the root and a linear draft after it."""
+        return cls(tuple(tokens), tuple(range(-1, len(tokens) - 1)))
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def leaves(self) -> list[int]:
+        """Nodes without children, in node order."""
+        has_child = set(self.parents)
+        return [i for i in range(len(self.tokens)) if i not in has_child]
+
+    def path_to(self, node: int) -> list[int]:
+        """The nodes from the root down to `node`, root first."""
+        if not 0 <= node < len(self.tokens):
+            raise ValueError(f"node {node} is not in a tree of {len(self.tokens)} nodes")
+        path = [node]
+        while self.parents[path[-1]] >= 0:
+            path.append(self.parents[path[-1]])
+        return path[::-1]
+
+    def paths(self) -> list[list[int]]:
+        """Every root-to-leaf path (one per leaf, in leaf order)."""
+        return [self.path_to(leaf) for leaf in self.leaves()]
