@@ -37,6 +37,26 @@ class TokenTree:
         """A tree of width 1: the root and a linear draft after it."""
         return cls(tuple(tokens), tuple(range(-1, len(tokens) - 1)))
 
+    @classmethod
+    def merge(cls, root: int, drafts: list[list[int]]) -> "TokenTree":
+        """The root followed by every draft, shared first tokens stored once (a trie). Drafts come
+        best first: each node's children, and so the leaves, keep that order, so path 0 starts
+        with the first draft. One draft gives the linear tree; empty and repeated drafts add nothing.
+        """
+        tokens, parents = [root], [-1]
+        children: dict[tuple[int, int], int] = {}  # (parent node, token) -> node
+        for draft in drafts:
+            node = 0
+            for tok in draft:
+                nxt = children.get((node, tok))
+                if nxt is None:
+                    nxt = len(tokens)
+                    tokens.append(tok)
+                    parents.append(node)
+                    children[(node, tok)] = nxt
+                node = nxt
+        return cls(tuple(tokens), tuple(parents))
+
     def __len__(self) -> int:
         return len(self.tokens)
 
