@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class TokenTree:
@@ -77,3 +79,17 @@ class TokenTree:
     def paths(self) -> list[list[int]]:
         """Every root-to-leaf path (one per leaf, in leaf order)."""
         return [self.path_to(leaf) for leaf in self.leaves()]
+
+    def greedy_path(self, rows: np.ndarray) -> tuple[list[int], int]:
+        """Greedy verification of the whole tree: `rows[i]` are the target's logits after node i.
+        From the root, follow the child that is the target's argmax while there is one. Returns
+        the path (root first; its nodes after the root are the accepted tokens) and the target's
+        own token after it (at the first mismatch, or beyond a leaf)."""
+        children = {(p, t): i for i, (p, t) in enumerate(zip(self.parents, self.tokens)) if p >= 0}
+        path = [0]
+        while True:
+            tok = int(rows[path[-1]].argmax())
+            nxt = children.get((path[-1], tok))
+            if nxt is None:
+                return path, tok
+            path.append(nxt)
