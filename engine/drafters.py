@@ -67,13 +67,30 @@ class Draft:
     # Leading proposals that cost nothing (a hybrid's session guess before the model's tokens):
     # the policy learns the draft model's cost and acceptance from the rest only.
     free_tokens: int = 0
+    # Other continuations a free drafter found at this point (other occurrences of the match),
+    # best first, each from the same position as `tokens`, with its own match length. The policy
+    # may send some of them beside `tokens` as a token tree (engine/token_tree.py).
+    branches: list[list[int]] = field(default_factory=list)
+    branch_matches: list[int] = field(default_factory=list)
 
     def cut(self, n: int) -> "Draft":
         """The first n proposals (timings kept: they were spent either way)."""
         return Draft(self.tokens[:n], None if self.q is None else self.q[:n], self.time_s,
                      self.catchup_s, self.catchup_tokens, self.decodes,
                      None if self.sources is None else self.sources[:n], self.match, self.adopted_tokens,
-                     min(self.free_tokens, n))
+                     min(self.free_tokens, n), self.branches, self.branch_matches)
+
+
+@dataclass
+class TreeOutcome:
+    """What a pass that verified a token tree found (engine/token_tree.py): the draft's own path
+    and the branches sent beside it."""
+
+    rows: int  # nodes decoded, the pending token included
+    main_held: int  # tokens of the draft's own path the target kept
+    branches: list[tuple[int, int]]  # per branch sent: (depth where it leaves the draft, its match length)
+    at_fail: int  # the target's token where the draft's own path failed (-1: it held to its end)
+    taken: bool  # the target followed a branch past the draft's own path
 
 
 @dataclass
@@ -91,6 +108,8 @@ class PassRecord:
     source: str  # whose match evidence a free draft feeds (policy.evidence_source)
     probing: bool  # the policy forced this draft to learn something
     drafting: bool  # the policy had drafting on
+    tree: TreeOutcome | None = None  # the pass verified a tree (accepted: along the path taken)
+    at: int = 0  # the text's length when the draft was made (where its first token would go)
 
 
 class Drafter(Protocol):
@@ -168,6 +187,28 @@ class NoDrafter:
 
     def close(self) -> None:
         pass
+
+
+BRANCHES_MAX = 3  # other continuations a free drafter offers beside its draft
+
+
+def distinct_branches(main: list[int], found: list[tuple[int, int, list[int]]],
+                      limit: int = BRANCHES_MAX) -> tuple[list[list[int]], list[int]]:
+    """Continuations other than `main`, best first: `found` holds (match length, position,
+    tokens) of each occurrence; the longer match first, then the more recent. A continuation that
+    `main` or an earlier one already covers (equal, or a prefix of it) adds nothing to a tree.
+    Returns (branches, their match lengths)."""
+    kept: list[list[int]] = [main]
+    out: list[list[int]] = []
+    matches: list[int] = []
+    for match, _, tokens in sorted(found, key=lambda f: (-f[0], -f[1])):
+        if len(out) >= limit:
+            break
+        if tokens and all(common_prefix(tokens, k) < len(tokens) for k in kept):
+            kept.append(tokens)
+            out.append(tokens)
+            matches.append(match)
+    return out, matches
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -369,6 +410,7 @@ class ModelDrafter:
         self.model.close()
 
 
+_OCCURRENCES = 8  # positions kept per n-gram: the latest, and others a tree may branch to
 _AGREEMENT_MAX = 32  # how far back a lookup draft's agreement with its source is counted
 
 
@@ -386,7 +428,8 @@ class LookupDrafter:
         self.ngram_min = max(1, ngram_min)
         self.ngram_max = max(self.ngram_min, ngram_max)
         self._seen: list[int] = []
-        self._index: list[dict[tuple[int, ...], int]] = []
+        # n -> n-gram -> the positions that followed it, oldest first (the last _OCCURRENCES)
+        self._index: list[dict[tuple[int, ...], list[int]]] = []
         self._copy = (-1, -1)  # (where the last draft copied from, the history length then)
         self._reset()
 
@@ -416,7 +459,10 @@ class LookupDrafter:
             for n in range(self.ngram_min, self.ngram_max + 1):
                 if j - n < 0:
                     break
-                self._index[n][tuple(history[j - n : j])] = j
+                at = self._index[n].setdefault(tuple(history[j - n : j]), [])
+                at.append(j)
+                if len(at) > _OCCURRENCES:
+                    del at[0]
         self._seen = list(history)
 
     @staticmethod
@@ -455,9 +501,11 @@ class LookupDrafter:
             return out
         self._update(history)
         j = None
+        found: list[int] = []  # occurrences of the longest n-gram that has any, latest first
         for n in range(min(self.ngram_max, len(history)), self.ngram_min - 1, -1):
-            j = self._index[n].get(tuple(history[-n:]))
-            if j is not None:
+            found = self._index[n].get(tuple(history[-n:]), [])[::-1]
+            if found:
+                j = found[0]
                 break
         follow = self._follow(history)
         if follow is not None:
@@ -466,6 +514,8 @@ class LookupDrafter:
             out.match = self._match_at(history, j)
             out.tokens = history[j : j + n_max]
             self._copy = (j, len(history))
+            others = [(self._match_at(history, p), p, history[p : p + n_max]) for p in found if p != j]
+            out.branches, out.branch_matches = distinct_branches(out.tokens, others)
         else:
             self._copy = (-1, -1)
         out.time_s = time.perf_counter() - t0

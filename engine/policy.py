@@ -53,6 +53,8 @@ _REFRESH_REQUESTS = 4
 _CONTINUATION_CARRY_MAX = 4.0  # draft positions of stop evidence a new request inherits at most
 _MATCH_BUCKETS = 6  # free drafts keep acceptance evidence per match length 1, 2, 3, 4-7, 8-15, 16+
 _MARGIN = 1.03  # drafting must beat plain decoding by this much
+_TREE_MARGIN = 1.02  # a branch must raise the pass's expected rate by this much
+_BRANCH_PRIOR = (0.5, 1.5)  # (held tokens, misses) a branch's evidence starts from: a = 1/4
 # No acceptance is certain: at a = 1 a draft that costs what it saves would look like a gain.
 _A_MAX = 0.999
 _STEADY_CATCHUP = 2  # tokens a draft model reads before every draft (what the last pass emitted)
@@ -159,6 +161,13 @@ class DraftPolicy:
         # unused), decayed when that length is drafted or judged, not every pass.
         self._match_succ = {s: [0.0] * (_MATCH_BUCKETS + 1) for s in (FREE, ORIGINAL)}
         self._match_fail = {s: [0.0] * (_MATCH_BUCKETS + 1) for s in (FREE, ORIGINAL)}
+        # Branches (other continuations a free drafter found, engine/token_tree.py): per match
+        # length bucket, how their tokens held where the draft's own path failed at the point the
+        # branch leaves it. Judged for every branch offered, sent or not, from what the target
+        # wrote: evidence costs nothing, so a tree is sent only where it has shown it pays.
+        self._branch_succ = [0.0] * (_MATCH_BUCKETS + 1)
+        self._branch_fail = [0.0] * (_MATCH_BUCKETS + 1)
+        self._branch_watch: list[tuple[list[int], int, int]] = []  # (tokens, match, position)
         # A draft model stops short of the length asked when it is unsure (p_min): evidence
         # (positions it reached, stops) for the chance c that it drafts the next position. Why:
         # asked for 8 and stopping after 2 (chat prose), a draft yields 3 tokens, not the 9 that
@@ -209,6 +218,10 @@ class DraftPolicy:
                 keep = _CARRY_MODEL if source == ORIGINAL else _CARRY
                 self._match_succ[source][b] *= keep
                 self._match_fail[source][b] *= keep
+        for b in range(_MATCH_BUCKETS + 1):
+            self._branch_succ[b] *= _CARRY
+            self._branch_fail[b] *= _CARRY
+        self._branch_watch = []
         self._spent = 0.0
         self._passes = 0
         self._since_refresh += 1
@@ -566,13 +579,91 @@ class DraftPolicy:
     def _best_free_acceptance(self) -> float:
         return max(max(self._bucket_acceptance(source)[1:]) for source in self._match_succ)
 
+    # -- trees: branches beside a free draft ----------------------------------------------------
+    def branch_acceptance(self, match: int) -> float:
+        """Per-token acceptance of a branch of this match length, from where it leaves the draft
+        (its first token counts: the target's own token there is what it must equal)."""
+        b = match_bucket(match)
+        s, f = self._branch_succ[b], self._branch_fail[b]
+        return (s + _BRANCH_PRIOR[0]) / (s + f + sum(_BRANCH_PRIOR))
+
+    def fit_branches(self, draft: Draft, source: str = FREE) -> list[tuple[list[int], int]]:
+        """The draft's branches worth verifying beside it in one tree, each cut to the length that
+        pays (none: a linear pass). A branch leaving the draft at depth d yields more only when the
+        draft holds d tokens and fails there (a^d (1 - a)), and then only beyond its first token,
+        which the target's own token gives a linear pass too; it costs its rows (t_v by rows).
+        Adaptive off (bench sweeps): every branch, to the draft's depth. Returns (tokens, match
+        length) of each branch to send."""
+        main = draft.tokens
+        if not self.spec.tree or not main or not draft.branches or self.probing:
+            return []
+        pairs = [(b, m, common_prefix(b, main)) for b, m in zip(draft.branches, draft.branch_matches)]
+        pairs = [(b[:len(main)], m, d) for b, m, d in pairs if d < min(len(b), len(main))]
+        if not self.adaptive:
+            return [(b, m) for b, m, _ in pairs]
+        fit, t1 = self.costs.line(), self.costs.verify.get(1)
+        if fit is None or t1 is None:
+            return []
+        a = min(self.acceptance_for(draft.match, source) if draft.match > 0 else self.acceptance, _A_MAX)
+        e, drafted = expected_tokens(a, len(main)), len(main)
+        cost = self._verify_cost(drafted, t1, fit)
+        out: list[tuple[list[int], int]] = []
+        used: set[int] = set()
+        for branch, match, d in pairs:
+            if d in used:  # one branch per depth: a second one would share the first's chance
+                continue
+            ab, reach = min(self.branch_acceptance(match), _A_MAX), a ** d * (1.0 - a)
+            best: tuple[float, int, float, float] | None = None
+            for n in range(2, len(branch) - d + 1):
+                gain = reach * (expected_tokens(ab, n) - 1.0 - ab)
+                c = self._verify_cost(drafted + n, t1, fit)
+                r = (e + gain) / c
+                if r > e / cost * _TREE_MARGIN and (best is None or r > best[0]):
+                    best = (r, n, gain, c)
+            if best is not None:
+                out.append((branch[:d + best[1]], match))
+                used.add(d)
+                e, cost, drafted = e + best[2], best[3], drafted + best[1]
+        return out
+
+    def _watch_branches(self, rec: PassRecord) -> None:
+        """Judge (in `judge`) the branches that left the draft where it failed."""
+        main = rec.draft.tokens
+        held = rec.tree.main_held if rec.tree is not None else rec.accepted
+        if not main or held >= len(main):
+            return
+        for branch, match in zip(rec.draft.branches, rec.draft.branch_matches):
+            if common_prefix(branch, main) == held < len(branch):
+                self._branch_watch.append((branch[held:], match, rec.at + held))
+
+    def _judge_branches(self, history: list[int]) -> None:
+        left = []
+        for tokens, match, at in self._branch_watch:
+            written = history[at:at + len(tokens)]
+            held = common_prefix(tokens, written)
+            if held < len(written) or len(written) == len(tokens):
+                b = match_bucket(match)
+                succ = self._branch_succ[b] * _DECAY + held
+                fail = self._branch_fail[b] * _DECAY + (1 if held < len(tokens) else 0)
+                scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
+                self._branch_succ[b], self._branch_fail[b] = succ * scale, fail * scale
+            else:
+                left.append((tokens, match, at))
+        self._branch_watch = left
+
     # -- one pass --------------------------------------------------------------------------------
     def learn(self, rec: PassRecord) -> None:
-        """What one pass cost and earned (the record the stats get too)."""
+        """What one pass cost and earned (the record the stats get too). A tree's rows are its
+        nodes; the draft's own evidence is how much of its own path held."""
         d = rec.draft
-        self.observe(len(d.tokens), rec.accepted, d.time_s - d.catchup_s, rec.verify_s, d.catchup_s,
+        tree = rec.tree
+        self.observe(len(d.tokens), rec.accepted if tree is None else tree.main_held,
+                     d.time_s - d.catchup_s, rec.verify_s, d.catchup_s,
                      d.catchup_tokens, asked=rec.asked, match=d.match, free=d.free_tokens,
-                     rows=rec.rows if rec.padded else 0, same_shape=rec.same_shape, source=rec.source)
+                     rows=rec.rows if rec.padded or tree is not None else 0, same_shape=rec.same_shape,
+                     source=rec.source)
+        if d.branches:
+            self._watch_branches(rec)
 
     def not_sent(self, guess: Draft, at: int, source: str) -> None:
         """A free guess made after `at` tokens of text was not sent: judge it once the target has
@@ -581,6 +672,8 @@ class DraftPolicy:
 
     def judge(self, history: list[int]) -> None:
         self.unsent.judge(history, self.observe_guess)
+        if self._branch_watch:
+            self._judge_branches(history)
 
     # -- the hybrid: a free guess and a draft model ------------------------------------------------
     def split(self, n_free: int, k: int, lag: int, match: int, source: str = FREE) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .drafters import Draft, Drafter, common_prefix
+from .drafters import Draft, Drafter, common_prefix, distinct_branches
 from .session_index import NgramIndex, best_continuation
 from .session_store import SessionStore
 
@@ -111,6 +111,8 @@ class SessionDrafter:
             factor = _FACTOR_MIN + _FACTOR_SPAN * self.acceptance
             out.tokens = tokens[: max(1, math.ceil(factor * match))]
             out.match = match
+            out.branches, out.branch_matches = distinct_branches(
+                out.tokens, [(c.match_len, c.position, c.continuation[: len(out.tokens)]) for c in cands])
         self._last = len(out.tokens)
         out.time_s = time.perf_counter() - t0
         return out

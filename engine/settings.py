@@ -72,6 +72,9 @@ class SpeculativeSettings:
     # Off by default: on a GPU "on" speeds up edits but slows completions (passes without a
     # draft are padded too, and the policy does not price them yet).
     constant_shape: str = "off"
+    # Draft trees: a free drafter's other continuations verified beside its draft in one pass
+    # (engine/token_tree.py), where the policy prices them as paying; greedy decoding only.
+    tree: bool = True
 
 
 @dataclass(frozen=True)

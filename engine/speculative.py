@@ -21,7 +21,7 @@ import numpy as np
 
 from .costs import CostModel
 from .draft_pair import DraftPair
-from .drafters import Draft, Drafter, ModelDrafter, PassRecord, common_prefix
+from .drafters import Draft, Drafter, ModelDrafter, PassRecord, TreeOutcome, common_prefix
 from .edit_drafter import EditDrafter, OriginalFollower, Prediction
 from .errors import ContextOverflowError
 from .model import Model
@@ -29,6 +29,7 @@ from .policy import PROBE_WINDOW, DraftPolicy, evidence_source
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
 from .settings import SamplingSettings, SpeculativeSettings
 from .stats import Stats
+from .token_tree import TokenTree
 
 
 class HealIndex:
@@ -178,6 +179,8 @@ class SpeculativeDecoder:
         # Rows of every verify pass while drafting (0: each pass has its draft's length + 1).
         self.pad_rows = self._constant_shape(spec)
         self._last_rows = 0  # rows of the last target pass (a change of shape is no cost sample)
+        # Trees need passes of their own shape, so not with constant-shape padding.
+        self._trees = spec.tree and not self.pad_rows
         if self.pad_rows:
             self._calibrate_shape()
 
@@ -405,7 +408,7 @@ class SpeculativeDecoder:
         to what pays at its match length, or in a hybrid splits the pass between the guess and
         the draft model; the model drafts what is left to it."""
         policy, history, free, model = run.policy, run.history, run.free, run.model
-        run.free_sent, run.model_from = -1, -1
+        run.free_sent, run.model_from, run.branches = -1, -1, []
         room = self._room(run)
         lag = probe_lag = 0
         if policy.adaptive and model is not None:
@@ -422,6 +425,8 @@ class SpeculativeDecoder:
                                sampling, rng)
             source = evidence_source(guess.sources)
             draft = self._sent(run, guess, policy.fit_draft(len(guess.tokens), guess.match, source), source)
+            if self._trees and model is None and is_greedy(sampling):
+                run.branches = policy.fit_branches(draft, source)
         elif free is not None and model is not None:
             guess = free.draft(history, max(k, min(self.spec.draft_max, room)), sampling, rng)
             source = evidence_source(guess.sources)
@@ -438,6 +443,7 @@ class SpeculativeDecoder:
                 free.truncate(0)
             draft = draft.cut(0)
             run.free_sent = min(run.free_sent, 0)
+            run.branches = []
         return draft, k
 
     def _sent(self, run: "_Run", guess: Draft, keep: int, source: str) -> Draft:
@@ -478,6 +484,8 @@ class SpeculativeDecoder:
         pad = self.pad_rows if self.pad_rows and (asked > 0 or not policy.off) else 0
         shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
         t0, device0 = time.perf_counter(), target.device_s
+        if run.branches:
+            return self._step_tree(run, draft, asked, t0)
         target.decode(batch, n_past, logits_from=0, pad_to=shape)
         rows = target.logits_rows(len(batch))
         if run.healing:
@@ -493,22 +501,46 @@ class SpeculativeDecoder:
         record = PassRecord(draft=draft, asked=asked, accepted=verdict.accepted, verify_s=verify_s,
                             device_s=target.device_s - device0, rows=shape, padded=bool(pad),
                             same_shape=same_shape, source=evidence_source(draft.sources),
-                            probing=asked > 0 and policy.probing, drafting=not policy.off)
-        return self._commit(run, record, verdict.token)
+                            probing=asked > 0 and policy.probing, drafting=not policy.off, at=n_past + 1)
+        return self._commit(run, record, draft.tokens[:verdict.accepted], verdict.token)
+
+    def _step_tree(self, run: "_Run", draft: Draft, asked: int, t0: float) -> str | None:
+        """Verify the draft and its branches as one token tree (greedy): the longest path whose
+        every token is the target's argmax after its parent is kept, in the KV cache too."""
+        target, n_past = self.target, len(run.history) - 1
+        device0 = target.device_s
+        tree = TokenTree.merge(run.history[-1], [draft.tokens] + [b for b, _ in run.branches])
+        target.decode_tree(tree, n_past)
+        path, token = tree.greedy_path(target.logits_rows(len(tree)))
+        target.keep_path(path)
+        kept = [tree.tokens[i] for i in path[1:]]
+        held = common_prefix(kept, draft.tokens)
+        outcome = TreeOutcome(rows=len(tree), main_held=held,
+                              branches=[(common_prefix(b, draft.tokens), m) for b, m in run.branches],
+                              at_fail=(kept + [token])[held] if held < len(draft.tokens) else -1,
+                              taken=len(kept) > held)
+        self._last_rows = len(tree)
+        record = PassRecord(draft=draft, asked=asked, accepted=len(kept), verify_s=time.perf_counter() - t0,
+                            device_s=target.device_s - device0, rows=len(tree), padded=False, same_shape=True,
+                            source=evidence_source(draft.sources), probing=False, drafting=True,
+                            tree=outcome, at=n_past + 1)
+        return self._commit(run, record, kept, token)
 
     # -- step 3: commit --------------------------------------------------------------------------
-    def _commit(self, run: "_Run", record: PassRecord, token: int) -> str | None:
-        """Keep what the target kept: drop the rest's KV entries, tell the proposers, hand the
-        pass's record to the stats and the policy, and emit the new tokens."""
+    def _commit(self, run: "_Run", record: PassRecord, kept: list[int], token: int) -> str | None:
+        """Keep what the target kept (`kept`, then its own `token`): drop the rest's KV entries,
+        tell the proposers, hand the pass's record to the stats and the policy, and emit the new
+        tokens."""
         draft, m = record.draft, record.accepted
         n_past = len(run.history) - 1
-        if m < len(draft.tokens) or record.rows > len(draft.tokens) + 1:
+        if record.tree is None and (m < len(draft.tokens) or record.rows > len(draft.tokens) + 1):
             self.target.trim(n_past + 1 + m)  # drop the rejected drafts' (and padding's) KV entries
         if run.free is not None and run.free_sent >= 0:
-            run.free.accept(min(m, run.free_sent))
+            # its own guess held this far (a tree's branch beyond it is no evidence for it)
+            run.free.accept(min(m if record.tree is None else record.tree.main_held, run.free_sent))
         if run.model is not None and run.model_from >= 0:
             run.model.rewind(run.model_from + m)  # its cache holds its whole draft, sent or not
-        new = draft.tokens[:m] + [token]
+        new = kept + [token]
         run.history.extend(new)
         run.stats.record(record)
         run.policy.learn(record)
@@ -567,6 +599,8 @@ class _Run:
     stream: TextStream = field(init=False)
     free_sent: int = -1  # this pass: free guess tokens sent (-1: the free proposer was not asked)
     model_from: int = -1  # this pass: the history length the model drafted after (-1: it did not)
+    # this pass: branches (tokens, match length) sent beside the draft as one tree
+    branches: list[tuple[list[int], int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stream = TextStream(self.job.stop)

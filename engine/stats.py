@@ -53,6 +53,15 @@ class Stats:
     # Draft tokens sent and accepted, by the drafter that proposed them ("session", "model", ...).
     drafted_by_drafter: dict[str, int] = field(default_factory=dict)
     accepted_by_drafter: dict[str, int] = field(default_factory=dict)
+    # Passes that verified a draft tree (engine/token_tree.py): their rows (nodes, the pending
+    # token included), branches sent beside the draft, tokens accepted along the paths taken, and
+    # how often a branch took the target past the draft's own path (and by how many tokens).
+    tree_passes: int = 0
+    tree_rows: int = 0
+    tree_branches: int = 0
+    tree_accepted: int = 0
+    tree_branch_taken: int = 0
+    tree_branch_tokens: int = 0
     requests: int = 0  # requests folded into this object (1 per request, more for a session)
     acceptance_reported: bool = True  # False when a remote server reports no draft statistics
 
@@ -102,6 +111,20 @@ class Stats:
         return {k: v / total for k, v in sorted(self.accepted_by_drafter.items())} if total else {}
 
     @property
+    def tree_rows_per_pass(self) -> float | None:
+        return self.tree_rows / self.tree_passes if self.tree_passes else None
+
+    @property
+    def tree_width(self) -> float | None:
+        """Paths per tree pass (the draft and its branches)."""
+        return 1.0 + self.tree_branches / self.tree_passes if self.tree_passes else None
+
+    @property
+    def tree_path_length(self) -> float | None:
+        """Draft tokens accepted per tree pass, along the path the target took."""
+        return self.tree_accepted / self.tree_passes if self.tree_passes else None
+
+    @property
     def acceptance_by_position(self) -> list[float | None]:
         return [
             (a / d if d else None)
@@ -124,6 +147,14 @@ class Stats:
         self.verify_time_s += rec.verify_s
         self.device_time_s += rec.device_s
         self.record_pass(len(d.tokens), rec.accepted, d.sources)
+        if rec.tree is not None:
+            t = rec.tree
+            self.tree_passes += 1
+            self.tree_rows += t.rows
+            self.tree_branches += len(t.branches)
+            self.tree_accepted += rec.accepted
+            self.tree_branch_taken += int(t.taken)
+            self.tree_branch_tokens += rec.accepted - t.main_held
 
     def record_pass(self, drafted: int, accepted: int, sources: list[str] | None = None) -> None:
         """Count one verification pass with `drafted` proposals of which the first `accepted` held;
@@ -176,7 +207,8 @@ class Stats:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("acceptance", "tokens_per_pass", "tokens_per_second", "acceptance_by_position",
                      "num_draft_tokens", "num_accepted_tokens", "mean_acceptance_length",
-                     "time_to_first_token_s", "drafter_share"):
+                     "time_to_first_token_s", "drafter_share", "tree_rows_per_pass", "tree_width",
+                     "tree_path_length"):
             out[name] = getattr(self, name)
         for key in ("prompt_time_s", "first_token_time_s", "draft_time_s", "draft_catchup_time_s",
                     "verify_time_s", "device_time_s", "generation_time_s", "time_to_first_token_s"):

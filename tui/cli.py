@@ -51,6 +51,7 @@ FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "ctx": ("model.ctx",),
     "draft_max": ("speculative.draft_max",),
     "adaptive": ("speculative.adaptive",),
+    "tree": ("speculative.tree",),
     "temperature": ("sampling.temperature",),
     "seed": ("sampling.seed",),
     "max_tokens": ("completion.max_tokens", "chat.max_tokens", "generate.max_tokens"),
@@ -67,6 +68,13 @@ def version_string() -> str:
             return "not installed"
 
     return f"specterm {version('specterm')} (llama-cpp-python {version('llama-cpp-python')})"
+
+
+def _on_off(text: str) -> bool:
+    value = {"on": True, "off": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return value
 
 
 def global_flags() -> argparse.ArgumentParser:
@@ -88,6 +96,9 @@ def global_flags() -> argparse.ArgumentParser:
     g.add_argument("--draft-max", type=int, metavar="N", help="largest draft the target verifies in one pass")
     g.add_argument("--adaptive", action=argparse.BooleanOptionalAction,
                    help="adapt the draft length to measured acceptance and cost")
+    g.add_argument("--tree", type=_on_off, metavar="on|off",
+                   help="draft trees: verify a free drafter's other continuations beside its draft where "
+                   "that pays (default: on, [speculative] tree); off: linear drafts only")
     g.add_argument("--temperature", type=float, metavar="T", help="0 is greedy; above 0 samples")
     g.add_argument("--seed", type=int, metavar="N", help="sampling seed")
     g.add_argument("--ctx", type=int, metavar="N", help="context window in tokens")

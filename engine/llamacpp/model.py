@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import ContextOverflowError, ModelLoadError
 from ..model import FimTokens
 from ..settings import ModelSettings
+from ..token_tree import TokenTree
 
 GGUF_MAGIC = b"GGUF"
 _KV_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
@@ -80,6 +81,11 @@ def _recent_errors() -> str:
 # Batch sizes decoded once at load on a GPU (see LlamaModel._warm_up): every verify pass up to 16
 # drafted tokens, and the larger shapes of prompt pieces and draft catch-ups.
 GPU_WARM_SIZES = tuple(range(1, 18)) + (32, 64, 128, 256, 512)
+
+# Sequence ids of the context: one per root-to-leaf path of a draft tree (Model.decode_tree).
+# The KV cache is unified (one buffer of n_ctx cells for all of them), so its size is what one
+# sequence has: a cell of a shared token carries the ids of every path through it.
+TREE_PATHS_MAX = 8
 
 
 def gpu_offload_supported() -> bool:
@@ -143,6 +149,7 @@ class LlamaModel:
         self._mem: lc.llama_memory_t | None = None
         self._pieces: list[bytes] | None = None
         self._pad = 0  # padding rows of the last decode (see decode's pad_to)
+        self._tree: tuple[TokenTree, int] | None = None  # last decode_tree's tree and start_pos
         self.device_s = 0.0  # in llama_decode and its synchronize (the Model protocol)
         self._closed = True
         # reused by adopt_cache (allocating it each time costs more than the copy)
@@ -187,7 +194,8 @@ class LlamaModel:
         cparams.n_ctx = n_ctx
         cparams.n_batch = min(settings.batch, n_ctx)
         cparams.n_ubatch = min(settings.ubatch, cparams.n_batch)
-        cparams.n_seq_max = 1
+        cparams.n_seq_max = TREE_PATHS_MAX
+        cparams.kv_unified = True
         cparams.n_threads, cparams.n_threads_batch = settings.thread_counts()
         cparams.flash_attn_type = 1 if settings.flash_attn else 0
         kv = _KV_TYPES.get(settings.kv_type)
@@ -214,7 +222,7 @@ class LlamaModel:
         self.n_ctx = lc.llama_n_ctx(ctx)
         self.n_batch = lc.llama_n_batch(ctx)
         self._mem = lc.llama_get_memory(ctx)
-        self._batch = lc.llama_batch_init(self.n_batch, 0, 1)
+        self._batch = lc.llama_batch_init(self.n_batch, 0, TREE_PATHS_MAX)
         self._warm_up()
         return self
 
@@ -480,16 +488,7 @@ class LlamaModel:
         if pad_to > n_real:
             tokens = list(tokens) + [tokens[-1]] * (pad_to - n_real)
         n = len(tokens)
-        if n > self.n_batch:
-            raise ContextOverflowError(
-                f"Internal: a batch of {n} tokens exceeds n_batch={self.n_batch} for {self.name}."
-            )
-        if start_pos + n > self.n_ctx:
-            raise ContextOverflowError(
-                f"The request needs {start_pos + n} tokens but the context of {self.name} holds "
-                f"{self.n_ctx}.",
-                hint="Raise [model] ctx (--ctx), or ask for fewer tokens (--max-tokens).",
-            )
+        self._check_fits(n, start_pos + n)
         if logits_from is None:
             logits_from = n_real - 1
         b = self._batch
@@ -502,8 +501,26 @@ class LlamaModel:
             b.seq_id[i][0] = 0
             b.logits[i] = 1 if i >= logits_from else 0
         self._pad = n - n_real
+        self._tree = None
+        self._run_batch(n)
+
+    def _check_fits(self, n: int, end_pos: int) -> None:
+        """Refuse a batch over n_batch or past the context: llama.cpp aborts the process on it."""
+        if n > self.n_batch:
+            raise ContextOverflowError(
+                f"Internal: a batch of {n} tokens exceeds n_batch={self.n_batch} for {self.name}."
+            )
+        if end_pos > self.n_ctx:
+            raise ContextOverflowError(
+                f"The request needs {end_pos} tokens but the context of {self.name} holds "
+                f"{self.n_ctx}.",
+                hint="Raise [model] ctx (--ctx), or ask for fewer tokens (--max-tokens).",
+            )
+
+    def _run_batch(self, n: int) -> None:
+        """llama_decode the filled batch of n rows, timed into device_s."""
         t0 = time.perf_counter()
-        rc = lc.llama_decode(self._ctx, b)
+        rc = lc.llama_decode(self._ctx, self._batch)
         lc.llama_synchronize(self._ctx)  # a GPU's work ends here, not in the logits read after it
         self.device_s += time.perf_counter() - t0
         if rc != 0:
@@ -511,6 +528,73 @@ class LlamaModel:
                 f"llama.cpp failed to decode a batch of {n} tokens for {self.name} (code {rc}).",
                 hint="The KV cache may be full: raise [model] ctx or shorten the request.",
             )
+
+    def decode_tree(self, tree: TokenTree, start_pos: int) -> None:
+        """Decode every node of `tree` in one batch, logits for every node (row i = node i).
+
+        Node i sits at position start_pos + its depth. Each root-to-leaf path is one sequence
+        (path 0 is sequence 0, which holds the cached text; the others get that text by
+        `llama_memory_seq_cp`, which in a unified cache only tags the cells), and a node carries
+        the ids of every path through it, so each node attends to the cached text and its own
+        ancestors only. Call `keep_path` before the next decode: it leaves one path as sequence 0.
+        A tree with one leaf decodes exactly as `decode` does.
+        """
+        paths = tree.paths()
+        if len(paths) > TREE_PATHS_MAX:
+            raise ValueError(f"a tree of {len(paths)} paths exceeds the {TREE_PATHS_MAX} this context holds")
+        self._check_fits(len(tree), start_pos + max(tree.depths) + 1)
+        node_ids: list[list[int]] = [[] for _ in tree.tokens]
+        for sid, path in enumerate(paths):
+            for node in path:
+                node_ids[node].append(sid)
+        for sid in range(1, len(paths)):
+            lc.llama_memory_seq_rm(self._mem, sid, -1, -1)  # nothing left of an earlier tree
+            lc.llama_memory_seq_cp(self._mem, 0, sid, -1, -1)
+        b = self._batch
+        assert b is not None, "decode_tree on a model without a context"
+        b.n_tokens = len(tree)
+        for i, tok in enumerate(tree.tokens):
+            b.token[i] = tok
+            b.pos[i] = start_pos + tree.depths[i]  # type: ignore[call-overload]  # see decode
+            b.n_seq_id[i] = len(node_ids[i])
+            for j, sid in enumerate(node_ids[i]):
+                b.seq_id[i][j] = sid
+            b.logits[i] = 1
+        self._pad = 0
+        self._tree = (tree, start_pos)
+        try:
+            self._run_batch(len(tree))
+        except ContextOverflowError:
+            self._drop_paths(len(paths), start_pos)
+            raise
+
+    def keep_path(self, nodes: list[int]) -> None:
+        """After `decode_tree`: keep the cells of `nodes` (a root-down chain, e.g. the accepted
+        tokens) as sequence 0 at their positions, and remove every other node's cells."""
+        if self._tree is None:
+            raise RuntimeError("keep_path without a decode_tree before it")
+        tree, start_pos = self._tree
+        if not nodes or tree.path_to(nodes[-1]) != list(nodes):
+            raise ValueError(f"nodes {nodes} are not a chain from the root of the last tree")
+        paths = tree.paths()
+        keep = next(sid for sid, path in enumerate(paths) if nodes[-1] in path)
+        end = start_pos + len(nodes)
+        for sid in range(1, len(paths)):
+            if sid != keep:
+                lc.llama_memory_seq_rm(self._mem, sid, -1, -1)
+        if keep != 0:
+            lc.llama_memory_seq_rm(self._mem, 0, start_pos, -1)
+            lc.llama_memory_seq_cp(self._mem, keep, 0, start_pos, end)
+            lc.llama_memory_seq_rm(self._mem, keep, -1, -1)
+        lc.llama_memory_seq_rm(self._mem, 0, end, -1)
+        self._tree = None
+
+    def _drop_paths(self, n_paths: int, start_pos: int) -> None:
+        """Forget a tree that failed to decode: sequences 1.. gone, sequence 0 back to start_pos."""
+        for sid in range(1, n_paths):
+            lc.llama_memory_seq_rm(self._mem, sid, -1, -1)
+        lc.llama_memory_seq_rm(self._mem, 0, start_pos, -1)
+        self._tree = None
 
     def decode_prompt(self, tokens: list[int], start_pos: int) -> None:
         """Decode a long token list in n_batch chunks; logits only for the final token."""
@@ -539,6 +623,7 @@ class LlamaModel:
 
     def clear(self) -> None:
         lc.llama_memory_clear(self._mem, True)
+        self._tree = None
 
     def cache_length(self) -> int:
         """Positions held in the KV cache (sequence 0)."""

@@ -127,3 +127,52 @@ def test_passes_padded_to_one_shape_keep_the_targets_output_and_an_exact_cache(m
     assert drafted > 0, "nothing was drafted: the test proves nothing"
     off = engine_factory(models.demo, kind, path, draft_max=8, constant_shape="auto")
     assert off.decoder.pad_rows == 0  # a CPU-only build: nothing is padded
+
+
+# -- draft trees ----------------------------------------------------------------------------------
+# Trees keep the promise too: greedy output with trees equals plain greedy decoding (the same
+# near-tie rule), on prompts whose text repeats with variations, so prompt lookup and the session
+# drafter find several continuations and the loop verifies them as trees.
+# Text that occurs several times with different continuations: the latest occurrence is often
+# the wrong one to copy, so a tree has branches to offer.
+TREE_PROMPTS = [
+    "def area(shape):\n    if shape.kind == 'square':\n        return shape.side * shape.side\n"
+    "    if shape.kind == 'circle':\n        return 3.14159 * shape.radius * shape.radius\n"
+    "    if shape.kind == 'rect':\n        return shape.width * shape.height\n\n\n"
+    "def perimeter(shape):\n    if shape.kind == 'square':\n",
+    "<|im_start|>user\nRewrite this with f-strings:\n```python\nprint('a=%s' % a)\nprint('b=%s' % b)\n"
+    "print('c=%s, d=%s' % (c, d))\nprint('e=%s' % e)\n```<|im_end|>\n<|im_start|>assistant\n```python\n",
+]
+TREE_N = 64
+
+
+@pytest.fixture(scope="module")
+def tree_traces(models):
+    return {p: plain_trace(models.demo, p, TREE_N) for p in TREE_PROMPTS}
+
+
+@pytest.mark.parametrize("draft", ["lookup", "session"])
+def test_greedy_output_with_trees_equals_plain(models, tree_traces, engine_factory, draft):
+    # adaptive off: every branch a drafter offers is verified, to the draft's depth
+    eng = engine_factory(models.demo, draft, draft_max=8, adaptive=False, tree=True)
+    passes = branches = 0
+    for prompt in TREE_PROMPTS:
+        result = eng.run(GenerateRequest(prompt=prompt, max_tokens=TREE_N))
+        plain, gaps = tree_traces[prompt]
+        assert_faithful(plain, gaps, result.tokens, f"{draft} tree / {prompt[:30]!r}")
+        s = result.stats
+        passes += s.tree_passes
+        branches += s.tree_branches
+        assert s.tree_accepted <= s.accepted
+        assert s.tree_branch_tokens <= s.tree_accepted
+        assert s.tree_rows >= s.tree_passes * 3  # the pending token, a draft token and a branch
+        if result.reason == "length":
+            assert s.tokens == s.accepted + s.target_passes
+    assert passes > 0 and branches >= passes, "no tree was verified: the test proves nothing"
+
+
+def test_tree_off_stays_linear(models, engine_factory):
+    eng = engine_factory(models.demo, "lookup", draft_max=8, adaptive=False, tree=False)
+    result = eng.run(GenerateRequest(prompt=TREE_PROMPTS[0], max_tokens=TREE_N))
+    assert result.stats.drafted > 0
+    assert result.stats.tree_passes == 0 and result.stats.tree_rows_per_pass is None
