@@ -501,12 +501,15 @@ class LookupDrafter:
             return out
         self._update(history)
         j = None
-        found: list[int] = []  # occurrences of the longest n-gram that has any, latest first
+        found: list[int] = []  # occurrences, the longest n-gram's first, each n's latest first
         for n in range(min(self.ngram_max, len(history)), self.ngram_min - 1, -1):
-            found = self._index[n].get(tuple(history[-n:]), [])[::-1]
-            if found:
-                j = found[0]
-                break
+            at = self._index[n].get(tuple(history[-n:]))
+            if at:
+                if j is None:
+                    j = at[-1]
+                found.extend(p for p in reversed(at) if p not in found)
+                if len(found) >= _OCCURRENCES:
+                    break
         follow = self._follow(history)
         if follow is not None:
             j = follow

@@ -167,6 +167,11 @@ class DraftPolicy:
         # wrote: evidence costs nothing, so a tree is sent only where it has shown it pays.
         self._branch_succ = [0.0] * (_MATCH_BUCKETS + 1)
         self._branch_fail = [0.0] * (_MATCH_BUCKETS + 1)
+        # ... and how often a branch offered beside a sent draft left it exactly where it failed
+        # (a branch elsewhere adds nothing): measured, since a draft's failures are not geometric
+        # (a copy holds for long, then breaks at an edit).
+        self._branch_offers = [0.0] * (_MATCH_BUCKETS + 1)
+        self._branch_hits = [0.0] * (_MATCH_BUCKETS + 1)
         self._branch_watch: list[tuple[list[int], int, int]] = []  # (tokens, match, position)
         # A draft model stops short of the length asked when it is unsure (p_min): evidence
         # (positions it reached, stops) for the chance c that it drafts the next position. Why:
@@ -218,9 +223,9 @@ class DraftPolicy:
                 keep = _CARRY_MODEL if source == ORIGINAL else _CARRY
                 self._match_succ[source][b] *= keep
                 self._match_fail[source][b] *= keep
-        for b in range(_MATCH_BUCKETS + 1):
-            self._branch_succ[b] *= _CARRY
-            self._branch_fail[b] *= _CARRY
+        for evidence in (self._branch_succ, self._branch_fail, self._branch_offers, self._branch_hits):
+            for b in range(_MATCH_BUCKETS + 1):
+                evidence[b] *= _CARRY
         self._branch_watch = []
         self._spent = 0.0
         self._passes = 0
@@ -587,11 +592,16 @@ class DraftPolicy:
         s, f = self._branch_succ[b], self._branch_fail[b]
         return (s + _BRANCH_PRIOR[0]) / (s + f + sum(_BRANCH_PRIOR))
 
+    def branch_reach(self, match: int) -> float:
+        """The chance that a branch of this match length leaves the draft where the draft fails."""
+        b = match_bucket(match)
+        return (self._branch_hits[b] + _BRANCH_PRIOR[0]) / (self._branch_offers[b] + sum(_BRANCH_PRIOR))
+
     def fit_branches(self, draft: Draft, source: str = FREE) -> list[tuple[list[int], int]]:
         """The draft's branches worth verifying beside it in one tree, each cut to the length that
-        pays (none: a linear pass). A branch leaving the draft at depth d yields more only when the
-        draft holds d tokens and fails there (a^d (1 - a)), and then only beyond its first token,
-        which the target's own token gives a linear pass too; it costs its rows (t_v by rows).
+        pays (none: a linear pass). A branch yields more only when the draft fails where the branch
+        leaves it (`branch_reach`), and then only beyond its first token, which the target's own
+        token gives a linear pass too; it costs its rows (t_v by rows).
         Adaptive off (bench sweeps): every branch, to the draft's depth. Returns (tokens, match
         length) of each branch to send."""
         main = draft.tokens
@@ -612,7 +622,7 @@ class DraftPolicy:
         for branch, match, d in pairs:
             if d in used:  # one branch per depth: a second one would share the first's chance
                 continue
-            ab, reach = min(self.branch_acceptance(match), _A_MAX), a ** d * (1.0 - a)
+            ab, reach = min(self.branch_acceptance(match), _A_MAX), self.branch_reach(match)
             best: tuple[float, int, float, float] | None = None
             for n in range(2, len(branch) - d + 1):
                 gain = reach * (expected_tokens(ab, n) - 1.0 - ab)
@@ -627,13 +637,18 @@ class DraftPolicy:
         return out
 
     def _watch_branches(self, rec: PassRecord) -> None:
-        """Judge (in `judge`) the branches that left the draft where it failed."""
+        """Count the branches offered beside a sent draft, and judge (in `judge`) those that left
+        it where it failed."""
         main = rec.draft.tokens
         held = rec.tree.main_held if rec.tree is not None else rec.accepted
-        if not main or held >= len(main):
-            return
         for branch, match in zip(rec.draft.branches, rec.draft.branch_matches):
-            if common_prefix(branch, main) == held < len(branch):
+            d = common_prefix(branch, main)
+            if d >= min(len(branch), len(main)):
+                continue  # no branch beside this draft (it covers the branch, or was cut before it)
+            b = match_bucket(match)
+            self._branch_offers[b] = self._branch_offers[b] * _DECAY + 1
+            self._branch_hits[b] = self._branch_hits[b] * _DECAY + (d == held)
+            if d == held:
                 self._branch_watch.append((branch[held:], match, rec.at + held))
 
     def _judge_branches(self, history: list[int]) -> None:

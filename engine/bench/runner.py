@@ -282,6 +282,12 @@ class BenchReport:
         out["num_accepted_tokens"] = total.accepted
         out["mean_acceptance_length"] = _r(total.mean_acceptance_length)
         out["probes"] = total.probes
+        out["tree_passes"] = total.tree_passes
+        out["tree_rows_per_pass"] = _r(total.tree_rows_per_pass)
+        out["tree_width"] = _r(total.tree_width)
+        out["tree_path_length"] = _r(total.tree_path_length)
+        out["tree_branch_taken"] = total.tree_branch_taken
+        out["tree_branch_tokens"] = total.tree_branch_tokens
         ranked = [e for e in sweep if e["speedup"]]
         if ranked:
             best = max(ranked, key=lambda e: e["speedup"])

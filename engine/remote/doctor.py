@@ -27,6 +27,8 @@ PROBE_TOKENS = 16
 # the region as a prediction, so it decodes plainly (or with its own drafter).
 EDITS_NOTE = ("plain decoding: the server cannot draft from the code being replaced "
               "(the local backend does)")
+# Draft trees (engine/token_tree.py) are the local loop's: a server verifies its own linear drafts.
+TREES_NOTE = "linear drafts only: the server verifies its own drafts, not specterm's trees (the local backend does)"
 
 
 @dataclass
@@ -76,6 +78,7 @@ class RemoteReport:
             "drafting": self.drafting,
             "round_trip": asdict(self.round_trip) if self.round_trip else None,
             "edits": EDITS_NOTE,
+            "trees": TREES_NOTE,
         }
 
     def write(self, out: TextIO) -> None:
@@ -103,6 +106,7 @@ class RemoteReport:
         drafting = "unknown (not reported by server)" if self.drafting is None else ("yes" if self.drafting else "no")
         out.write(f"  {'drafting':<12}{drafting}\n")
         out.write(f"  {'edits':<12}{EDITS_NOTE}\n")
+        out.write(f"  {'trees':<12}{TREES_NOTE}\n")
         rt = self.round_trip
         if rt is not None:
             first = f"first token {rt.first_token_s * 1000:.0f} ms, " if rt.first_token_s is not None else ""

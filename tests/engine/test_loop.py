@@ -256,3 +256,19 @@ def test_a_probe_reads_only_recent_text_and_drafting_for_real_reads_the_window(m
     assert real.catchup_tokens == full
     drafter.accept(0)
     assert drafter.lag(history + real.tokens[:1]) == 1  # now it only reads what is new
+
+
+def test_lookup_offers_other_occurrences_as_branches_longest_match_first():
+    import numpy as np
+
+    from specterm.engine.drafters import distinct_branches
+
+    s, rng = SamplingSettings(), np.random.default_rng(0)
+    # "5 6" is followed by 7 8 9 (twice, the latest at the end) and by 1 2 3 once
+    text = [5, 6, 1, 2, 3, 40, 4, 5, 6, 7, 8, 9, 41, 42, 5, 6, 7, 8, 9, 43, 5, 6]
+    d = LookupDrafter(1, 4).draft(text, 4, s, rng)
+    assert d.tokens == [7, 8, 9, 43]
+    assert [7, 8, 9, 41] in d.branches and [1, 2, 3, 40] in d.branches
+    assert len(d.branches) == len(d.branch_matches) and all(m >= 1 for m in d.branch_matches)
+    # the same continuation as the draft, or one it covers, is no branch
+    assert distinct_branches([1, 2, 3], [(3, 10, [1, 2, 3]), (2, 9, [1, 2]), (2, 8, [1, 4])]) == ([[1, 4]], [2])

@@ -96,6 +96,16 @@ def test_the_continuation_most_occurrences_agree_on_wins():
     assert tokens == [7, 7] and match == 2
 
 
+def test_the_continuations_the_vote_passed_over_are_offered_as_branches():
+    d = SessionDrafter(memory_mb=8)
+    for tail in ([7, 7, 7], [8, 8, 8], [7, 7, 7]):
+        d.remember([1, 2, 3, *tail])
+    draft = d.draft([0, 1, 2, 3], 3, Sampling(), np.random.default_rng(0))
+    assert draft.tokens and draft.tokens[0] == 7
+    assert draft.branches and all(b[0] == 8 for b in draft.branches)  # the other occurrence, once
+    assert len(draft.branches) == len(draft.branch_matches) == 1
+
+
 def test_memory_stays_under_its_cap_through_a_long_session():
     cap = 1 << 18
     idx = NgramIndex(cap)

@@ -34,3 +34,24 @@ def test_path_to_and_leaves():
         tree.path_to(4)
     with pytest.raises(ValueError, match="not in a tree"):
         tree.path_to(-1)
+
+
+def test_greedy_path_follows_the_targets_argmax_down_any_branch():
+    import numpy as np
+
+    # root -> 1 -> 2, root -> 1 -> 5 -> 6, root -> 3
+    tree = TokenTree.merge(0, [[1, 2], [1, 5, 6], [3]])
+    rows = np.zeros((len(tree), 10))
+
+    def argmax_after(node: int, tok: int) -> None:
+        rows[node, :] = 0.0
+        rows[node, tok] = 1.0
+
+    argmax_after(0, 1)  # the root's argmax is 1: into the shared node
+    argmax_after(1, 5)  # then 5: the second path, not the first
+    argmax_after(tree.tokens.index(5), 6)
+    argmax_after(tree.tokens.index(6), 9)  # beyond the leaf: the target's own token
+    path, token = tree.greedy_path(rows)
+    assert [tree.tokens[i] for i in path] == [0, 1, 5, 6] and token == 9
+    argmax_after(0, 4)  # no child holds the target's token: nothing accepted
+    assert tree.greedy_path(rows) == ([0], 4)

@@ -305,6 +305,7 @@ def test_cli_doctor_json_and_complete_through_the_server(llama_cpp_server, tmp_p
     remote = obj["remote"]
     assert obj["backend"] == "openai" and obj["ok"] and remote["ok"]
     assert remote["server"]["kind"] == "llama-cpp-python" and remote["drafting"] is None
+    assert remote["trees"].startswith("linear drafts only")
     assert remote["round_trip"]["tokens"] > 0
     assert remote["round_trip"]["acceptance"] is None
     assert remote["round_trip"]["acceptance_text"] == "not reported by server"

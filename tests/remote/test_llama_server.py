@@ -219,6 +219,7 @@ def test_cli_doctor_on_llama_server(llama_server, tmp_path):
     out = res.stdout
     assert "server      llama-server" in out
     assert "drafting    yes" in out
+    assert "trees       linear drafts only" in out  # the server verifies its own drafts
     assert "round trip  first token" in out
     assert "$GPU_BOX_KEY set" in out
     assert str(config) in out  # which files were read

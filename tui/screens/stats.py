@@ -48,6 +48,9 @@ def summary(stats: Stats) -> str:
     if stats.accepted_by_drafter:  # which drafter produced the accepted tokens
         lines.append("accepted by drafter   " + "   ".join(
             f"{k} {stats.accepted_by_drafter[k]} ({v:.0%})" for k, v in stats.drafter_share.items()))
+    if stats.tree_passes:  # draft trees: how often the target took a branch, not the draft's own path
+        lines.append(f"draft trees {stats.tree_passes} passes, {stats.tree_rows_per_pass:.1f} rows each   "
+                     f"a branch taken {stats.tree_branch_taken} times (+{stats.tree_branch_tokens} tokens)")
     if not stats.drafting:
         lines.append("drafting is off: it did not pay on this hardware; it is retried now and then")
     return "\n".join(lines)
