@@ -257,6 +257,30 @@ async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_pat
         assert not editor.completion_pending  # (a move alone asks for no suggestion)
 
 
+async def test_typing_before_a_moves_read_started_starts_it(tmp_path, settings_for, env, monkeypatch):
+    """A person moves and types at once: the first edit starts the move's read of the new place
+    (not the move's timer, here longer than the test), so the read runs while the typing pause
+    does."""
+    from specterm.tui.suggest import prewarm
+
+    monkeypatch.setattr(prewarm, "MOVE_PREWARM_S", 600.0)
+    (tmp_path / "long.py").write_text("".join(f"{i}\n" for i in range(700)))
+    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 60000}), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        await wait_for(pilot, lambda: app.completer.ready, timeout=55)
+
+        def reads() -> int:
+            return sum(1 for w in app.workers if w.group == "prewarm")
+
+        await wait_for(pilot, lambda: reads() == 0, timeout=55)  # the opened file's head read
+        editor = app.active_editor
+        editor.move_cursor((650, 0))
+        app.prewarmer.moved()  # (what the editor's Moved message does)
+        app.prewarmer.typed()  # (what the first edit's Changed message does)
+        assert reads() == 1
+
+
 async def test_typing_in_a_new_place_reads_its_prompt_before_the_pause(tmp_path, settings_for, env):
     """While the user types, what was typed is read on the threads the engine leaves the UI free
     of, not at the pause that asks for a suggestion (the prompt that request would read, its

@@ -71,7 +71,13 @@ class Prewarmer:
         self._schedule_idle()
 
     def typed(self) -> None:
-        """The active file's text changed."""
+        """The active file's text changed. Typing that starts before a move's read did (a person
+        moves and types at once) starts that read now: the place is chosen, its prompt start
+        (all but the line being typed) is what the pause's request reads, and every millisecond
+        the read waits is one the first suggestion waits."""
+        if self._move is not None:
+            self._move.stop()
+            self._after_move()
         if self._idle is not None:
             self._schedule_idle()  # only once typing pauses
         if self._typing is None:
