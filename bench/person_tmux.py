@@ -156,6 +156,8 @@ def visit(session: str, move: Callable[[], None], line: str, look: bool, number:
     time.sleep(LOOK_S if look else 0.02)
     typed = line.strip()[:CHARS]
     before = editor_rows(screen(session))
+    # what line `number` shows before the keys: while it still does, the keys are not drawn yet
+    stale = next((c for c in (code_of(r[: SIZE[0] - EDGE], number) for r in before) if c is not None), None)
     tmux("send-keys", "-t", session, "Enter")
     tmux("send-keys", "-t", session, "-l", typed)
     sent = time.monotonic()
@@ -165,7 +167,7 @@ def visit(session: str, move: Callable[[], None], line: str, look: bool, number:
         rows = [r[: SIZE[0] - EDGE] for r in editor_rows(screen(session))]
         at = next((i for i, r in enumerate(rows) if code_of(r, number) is not None), None)
         code = code_of(rows[at], number) if at is not None else None
-        if at is not None and code is not None and code.strip().startswith(typed):
+        if at is not None and code is not None and code != stale and code.strip().startswith(typed):
             if code.rstrip() != code[: code.find(typed) + len(typed)].rstrip():
                 found = time.monotonic()  # text beyond what was typed on its line
                 break
