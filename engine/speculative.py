@@ -426,7 +426,7 @@ class SpeculativeDecoder:
             source = evidence_source(guess.sources)
             draft = self._sent(run, guess, policy.fit_draft(len(guess.tokens), guess.match, source), source)
             if self._trees and model is None and is_greedy(sampling):
-                run.branches = policy.fit_branches(draft, source)
+                run.branches = self._fitting(run, draft, policy.fit_branches(draft, source))
         elif free is not None and model is not None:
             guess = free.draft(history, max(k, min(self.spec.draft_max, room)), sampling, rng)
             source = evidence_source(guess.sources)
@@ -445,6 +445,16 @@ class SpeculativeDecoder:
             run.free_sent = min(run.free_sent, 0)
             run.branches = []
         return draft, k
+
+    def _fitting(self, run: "_Run", draft: Draft, branches: list[tuple[list[int], int]]) -> list[tuple[list[int], int]]:
+        """The branches, or none where their tree would not fit the context or the batch: each
+        node takes a KV cell of its own, so near the context's end a tree needs cells a linear
+        draft of the same depth does not."""
+        if not branches:
+            return branches
+        rows = len(TokenTree.merge(run.history[-1], [draft.tokens] + [b for b, _ in branches]))
+        n_past = len(run.history) - 1
+        return branches if rows <= self.target.n_batch and n_past + rows < self.target.n_ctx else []
 
     def _sent(self, run: "_Run", guess: Draft, keep: int, source: str) -> Draft:
         """The first `keep` tokens of a free guess go to the target; a guess not sent at all is

@@ -542,7 +542,8 @@ class LlamaModel:
         paths = tree.paths()
         if len(paths) > TREE_PATHS_MAX:
             raise ValueError(f"a tree of {len(paths)} paths exceeds the {TREE_PATHS_MAX} this context holds")
-        self._check_fits(len(tree), start_pos + max(tree.depths) + 1)
+        # every node is a cell of its own (a linear draft of the same depth takes fewer)
+        self._check_fits(len(tree), start_pos + len(tree))
         node_ids: list[list[int]] = [[] for _ in tree.tokens]
         for sid, path in enumerate(paths):
             for node in path:

@@ -74,7 +74,8 @@ def test_prompt_longer_than_the_context_then_engine_still_works(models):
 @pytest.mark.slow
 def test_generation_stops_at_the_context_end_instead_of_aborting(models):
     """Drafting right up to the end of the context (fixed lengths: the adaptive controller's choices
-    depend on timing, and so, at near-ties, does the text)."""
+    depend on timing, and so, at near-ties, does the text), draft trees included: a tree's every
+    node takes a KV cell, so near the end a pass that would not fit goes linear."""
     eng = load(models.demo, "lookup", ctx=128)
     try:
         for draft in (4, 16):
@@ -83,6 +84,7 @@ def test_generation_stops_at_the_context_end_instead_of_aborting(models):
             reason, stats = result.reason, result.stats
             assert reason == "length" and stats.drafted > 0
             assert stats.prompt_tokens + stats.tokens < eng.target.n_ctx  # llama.cpp may round ctx up
+            assert stats.tree_passes > 0  # (the repeated text gives lookup branches to send)
     finally:
         eng.close_sync()
 
