@@ -89,7 +89,6 @@ class TreeOutcome:
     rows: int  # nodes decoded, the pending token included
     main_held: int  # tokens of the draft's own path the target kept
     branches: list[tuple[int, int]]  # per branch sent: (depth where it leaves the draft, its match length)
-    at_fail: int  # the target's token where the draft's own path failed (-1: it held to its end)
     taken: bool  # the target followed a branch past the draft's own path
 
 

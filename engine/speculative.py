@@ -527,7 +527,6 @@ class SpeculativeDecoder:
         held = common_prefix(kept, draft.tokens)
         outcome = TreeOutcome(rows=len(tree), main_held=held,
                               branches=[(common_prefix(b, draft.tokens), m) for b, m in run.branches],
-                              at_fail=(kept + [token])[held] if held < len(draft.tokens) else -1,
                               taken=len(kept) > held)
         self._last_rows = len(tree)
         record = PassRecord(draft=draft, asked=asked, accepted=len(kept), verify_s=time.perf_counter() - t0,

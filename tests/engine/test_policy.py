@@ -813,7 +813,7 @@ def _tree_run(verify, tree: bool, passes: int = 400, branch_right: bool = True):
         held_main = common_prefix(draft.tokens, truth)
         rows = len(TokenTree.merge(0, paths))
         outcome = (TreeOutcome(rows, held_main, [(common_prefix(b, draft.tokens), m) for b, m in branches],
-                               -1, kept > held_main) if branches else None)
+                               kept > held_main) if branches else None)
         rec = PassRecord(draft=draft, asked=k, accepted=kept, verify_s=verify(rows), device_s=verify(rows),
                          rows=rows, padded=False, same_shape=True, source="free", probing=False,
                          drafting=True, tree=outcome, at=at)
