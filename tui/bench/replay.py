@@ -59,7 +59,7 @@ KEY_WAIT_S = 1.0  # the longest a key's effect is waited for
 ACCEPT_PROBES = 10  # pauses at which Tab takes a suggestion the file does not want (then undone)
 PERSON_SPOTS = 10  # places of the person's path, each way (typing at once; after a look)
 PERSON_CHARS = 4  # typed at each place, in one burst
-PERSON_GAP_S = 0.04  # between the burst's keys
+PERSON_GAP_S = 0.0  # between the burst's keys: at once, as a terminal delivers them (each waits for its effect)
 LOOK_S = 0.3  # the look before typing on the second half of the path
 PERSON_WITHIN_S = 0.6  # the share of places whose first suggestion came within this is reported
 
