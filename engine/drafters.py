@@ -87,9 +87,8 @@ class TreeOutcome:
     and the branches sent beside it."""
 
     rows: int  # nodes decoded, the pending token included
-    main_held: int  # tokens of the draft's own path the target kept
-    branches: list[tuple[int, int]]  # per branch sent: (depth where it leaves the draft, its match length)
-    taken: bool  # the target followed a branch past the draft's own path
+    main_held: int  # tokens of the draft's own path the target kept (a branch taken: fewer than accepted)
+    branches: int  # paths beside the draft's own
 
 
 @dataclass

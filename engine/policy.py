@@ -597,27 +597,26 @@ class DraftPolicy:
         b = match_bucket(match)
         return (self._branch_hits[b] + _BRANCH_PRIOR[0]) / (self._branch_offers[b] + sum(_BRANCH_PRIOR))
 
-    def fit_branches(self, draft: Draft, source: str = FREE) -> list[tuple[list[int], int]]:
+    def fit_branches(self, draft: Draft, source: str = FREE) -> list[list[int]]:
         """The draft's branches worth verifying beside it in one tree, each cut to the length that
         pays (none: a linear pass). A branch yields more only when the draft fails where the branch
         leaves it (`branch_reach`), and then only beyond its first token, which the target's own
         token gives a linear pass too; it costs its rows (t_v by rows).
-        Adaptive off (bench sweeps): every branch, to the draft's depth. Returns (tokens, match
-        length) of each branch to send."""
+        Adaptive off (bench sweeps): every branch, to the draft's depth."""
         main = draft.tokens
         if not self.spec.tree or not main or not draft.branches or self.probing:
             return []
         pairs = [(b, m, common_prefix(b, main)) for b, m in zip(draft.branches, draft.branch_matches)]
         pairs = [(b[:len(main)], m, d) for b, m, d in pairs if d < min(len(b), len(main))]
         if not self.adaptive:
-            return [(b, m) for b, m, _ in pairs]
+            return [b for b, _, _ in pairs]
         fit, t1 = self.costs.line(), self.costs.verify.get(1)
         if fit is None or t1 is None:
             return []
         a = min(self.acceptance_for(draft.match, source) if draft.match > 0 else self.acceptance, _A_MAX)
         e, drafted = expected_tokens(a, len(main)), len(main)
         cost = self._verify_cost(drafted, t1, fit)
-        out: list[tuple[list[int], int]] = []
+        out: list[list[int]] = []
         used: set[int] = set()
         for branch, match, d in pairs:
             if d in used:  # one branch per depth: a second one would share the first's chance
@@ -631,7 +630,7 @@ class DraftPolicy:
                 if r > e / cost * _TREE_MARGIN and (best is None or r > best[0]):
                     best = (r, n, gain, c)
             if best is not None:
-                out.append((branch[:d + best[1]], match))
+                out.append(branch[:d + best[1]])
                 used.add(d)
                 e, cost, drafted = e + best[2], best[3], drafted + best[1]
         return out

@@ -408,7 +408,7 @@ class SpeculativeDecoder:
         to what pays at its match length, or in a hybrid splits the pass between the guess and
         the draft model; the model drafts what is left to it."""
         policy, history, free, model = run.policy, run.history, run.free, run.model
-        run.free_sent, run.model_from, run.branches = -1, -1, []
+        run.free_sent, run.model_from, run.tree = -1, -1, None
         room = self._room(run)
         lag = probe_lag = 0
         if policy.adaptive and model is not None:
@@ -426,7 +426,7 @@ class SpeculativeDecoder:
             source = evidence_source(guess.sources)
             draft = self._sent(run, guess, policy.fit_draft(len(guess.tokens), guess.match, source), source)
             if self._trees and model is None and is_greedy(sampling):
-                run.branches = self._fitting(run, draft, policy.fit_branches(draft, source))
+                run.tree = self._tree(run, draft, policy.fit_branches(draft, source))
         elif free is not None and model is not None:
             guess = free.draft(history, max(k, min(self.spec.draft_max, room)), sampling, rng)
             source = evidence_source(guess.sources)
@@ -443,18 +443,18 @@ class SpeculativeDecoder:
                 free.truncate(0)
             draft = draft.cut(0)
             run.free_sent = min(run.free_sent, 0)
-            run.branches = []
+            run.tree = None
         return draft, k
 
-    def _fitting(self, run: "_Run", draft: Draft, branches: list[tuple[list[int], int]]) -> list[tuple[list[int], int]]:
-        """The branches, or none where their tree would not fit the context or the batch: each
-        node takes a KV cell of its own, so near the context's end a tree needs cells a linear
-        draft of the same depth does not."""
+    def _tree(self, run: "_Run", draft: Draft, branches: list[list[int]]) -> TokenTree | None:
+        """The pending token, the draft and its branches as one tree; None without branches, or
+        where the tree would not fit the context or the batch: each node takes a KV cell of its
+        own, so near the context's end a tree needs cells a linear draft of the same depth does not."""
         if not branches:
-            return branches
-        rows = len(TokenTree.merge(run.history[-1], [draft.tokens] + [b for b, _ in branches]))
+            return None
+        tree = TokenTree.merge(run.history[-1], [draft.tokens] + branches)
         n_past = len(run.history) - 1
-        return branches if rows <= self.target.n_batch and n_past + rows < self.target.n_ctx else []
+        return tree if len(tree) <= self.target.n_batch and n_past + len(tree) < self.target.n_ctx else None
 
     def _sent(self, run: "_Run", guess: Draft, keep: int, source: str) -> Draft:
         """The first `keep` tokens of a free guess go to the target; a guess not sent at all is
@@ -494,8 +494,8 @@ class SpeculativeDecoder:
         pad = self.pad_rows if self.pad_rows and (asked > 0 or not policy.off) else 0
         shape = min(max(pad, len(batch)), target.n_ctx - n_past) if pad else len(batch)
         t0, device0 = time.perf_counter(), target.device_s
-        if run.branches:
-            return self._step_tree(run, draft, asked, t0)
+        if run.tree is not None:
+            return self._step_tree(run, draft, run.tree, asked, t0)
         target.decode(batch, n_past, logits_from=0, pad_to=shape)
         rows = target.logits_rows(len(batch))
         if run.healing:
@@ -514,20 +514,17 @@ class SpeculativeDecoder:
                             probing=asked > 0 and policy.probing, drafting=not policy.off, at=n_past + 1)
         return self._commit(run, record, draft.tokens[:verdict.accepted], verdict.token)
 
-    def _step_tree(self, run: "_Run", draft: Draft, asked: int, t0: float) -> str | None:
+    def _step_tree(self, run: "_Run", draft: Draft, tree: TokenTree, asked: int, t0: float) -> str | None:
         """Verify the draft and its branches as one token tree (greedy): the longest path whose
         every token is the target's argmax after its parent is kept, in the KV cache too."""
         target, n_past = self.target, len(run.history) - 1
         device0 = target.device_s
-        tree = TokenTree.merge(run.history[-1], [draft.tokens] + [b for b, _ in run.branches])
         target.decode_tree(tree, n_past)
         path, token = tree.greedy_path(target.logits_rows(len(tree)))
         target.keep_path(path)
         kept = [tree.tokens[i] for i in path[1:]]
         held = common_prefix(kept, draft.tokens)
-        outcome = TreeOutcome(rows=len(tree), main_held=held,
-                              branches=[(common_prefix(b, draft.tokens), m) for b, m in run.branches],
-                              taken=len(kept) > held)
+        outcome = TreeOutcome(rows=len(tree), main_held=held, branches=len(tree.leaves()) - 1)
         self._last_rows = len(tree)
         record = PassRecord(draft=draft, asked=asked, accepted=len(kept), verify_s=time.perf_counter() - t0,
                             device_s=target.device_s - device0, rows=len(tree), padded=False, same_shape=True,
@@ -608,8 +605,7 @@ class _Run:
     stream: TextStream = field(init=False)
     free_sent: int = -1  # this pass: free guess tokens sent (-1: the free proposer was not asked)
     model_from: int = -1  # this pass: the history length the model drafted after (-1: it did not)
-    # this pass: branches (tokens, match length) sent beside the draft as one tree
-    branches: list[tuple[list[int], int]] = field(default_factory=list)
+    tree: TokenTree | None = None  # this pass: the draft and the branches sent beside it
 
     def __post_init__(self) -> None:
         self.stream = TextStream(self.job.stop)

@@ -151,9 +151,9 @@ class Stats:
             t = rec.tree
             self.tree_passes += 1
             self.tree_rows += t.rows
-            self.tree_branches += len(t.branches)
+            self.tree_branches += t.branches
             self.tree_accepted += rec.accepted
-            self.tree_branch_taken += int(t.taken)
+            self.tree_branch_taken += int(rec.accepted > t.main_held)
             self.tree_branch_tokens += rec.accepted - t.main_held
 
     def record_pass(self, drafted: int, accepted: int, sources: list[str] | None = None) -> None:

@@ -149,7 +149,7 @@ class LlamaModel:
         self._mem: lc.llama_memory_t | None = None
         self._pieces: list[bytes] | None = None
         self._pad = 0  # padding rows of the last decode (see decode's pad_to)
-        self._tree: tuple[TokenTree, int] | None = None  # last decode_tree's tree and start_pos
+        self._tree: tuple[TokenTree, int, list[list[int]]] | None = None  # last decode_tree's tree, start_pos, paths
         self.device_s = 0.0  # in llama_decode and its synchronize (the Model protocol)
         self._closed = True
         # reused by adopt_cache (allocating it each time costs more than the copy)
@@ -562,7 +562,7 @@ class LlamaModel:
                 b.seq_id[i][j] = sid
             b.logits[i] = 1
         self._pad = 0
-        self._tree = (tree, start_pos)
+        self._tree = (tree, start_pos, paths)
         try:
             self._run_batch(len(tree))
         except ContextOverflowError:
@@ -574,10 +574,9 @@ class LlamaModel:
         tokens) as sequence 0 at their positions, and remove every other node's cells."""
         if self._tree is None:
             raise RuntimeError("keep_path without a decode_tree before it")
-        tree, start_pos = self._tree
+        tree, start_pos, paths = self._tree
         if not nodes or tree.path_to(nodes[-1]) != list(nodes):
             raise ValueError(f"nodes {nodes} are not a chain from the root of the last tree")
-        paths = tree.paths()
         keep = next(sid for sid, path in enumerate(paths) if nodes[-1] in path)
         end = start_pos + len(nodes)
         for sid in range(1, len(paths)):

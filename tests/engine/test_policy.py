@@ -808,12 +808,11 @@ def _tree_run(verify, tree: bool, passes: int = 400, branch_right: bool = True):
         k = c.fit_draft(c.next_length(), 4)
         draft = Draft(tokens=main[:k], match=4, branches=[branch], branch_matches=[4])
         branches = c.fit_branches(draft)
-        paths = [draft.tokens] + [b for b, _ in branches]
+        paths = [draft.tokens] + branches
         kept = max(common_prefix(p, truth) for p in paths)
         held_main = common_prefix(draft.tokens, truth)
         rows = len(TokenTree.merge(0, paths))
-        outcome = (TreeOutcome(rows, held_main, [(common_prefix(b, draft.tokens), m) for b, m in branches],
-                               kept > held_main) if branches else None)
+        outcome = TreeOutcome(rows, held_main, len(branches)) if branches else None
         rec = PassRecord(draft=draft, asked=k, accepted=kept, verify_s=verify(rows), device_s=verify(rows),
                          rows=rows, padded=False, same_shape=True, source="free", probing=False,
                          drafting=True, tree=outcome, at=at)
