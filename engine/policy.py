@@ -122,6 +122,15 @@ def expected_tokens(a: float, g: int, then: tuple[float, int] | None = None) -> 
     return total
 
 
+def _add_evidence(succ: float, fail: float, tried: int, held: int) -> tuple[float, float]:
+    """Decayed (held tokens, rejections) after `held` of `tried` guessed tokens agreed with the
+    target (a rejection where held < tried), bounded to _EVIDENCE_MAX."""
+    succ = succ * _DECAY + min(held, tried)
+    fail = fail * _DECAY + (1 if held < tried else 0)
+    scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
+    return succ * scale, fail * scale
+
+
 def match_bucket(match: int) -> int:
     """Evidence bucket of a free draft's match length: 1, 2, 3 alone, then doubling ranges. Why:
     the drafters report how long the text agreed with the draft's source (an edit's copy runs for
@@ -345,10 +354,8 @@ class DraftPolicy:
         """`held` of `tried` free tokens that followed a `match`-token n-gram agreed with the
         target (a rejection where held < tried), decayed and bounded."""
         b = match_bucket(match)
-        succ = self._match_succ[source][b] * _DECAY + min(held, tried)
-        fail = self._match_fail[source][b] * _DECAY + (1 if held < tried else 0)
-        scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
-        self._match_succ[source][b], self._match_fail[source][b] = succ * scale, fail * scale
+        self._match_succ[source][b], self._match_fail[source][b] = _add_evidence(
+            self._match_succ[source][b], self._match_fail[source][b], tried, held)
 
     # -- the model -------------------------------------------------------------------------------
     def _draft_cost(self, g: float, t1: float) -> float:
@@ -657,10 +664,8 @@ class DraftPolicy:
             held = common_prefix(tokens, written)
             if held < len(written) or len(written) == len(tokens):
                 b = match_bucket(match)
-                succ = self._branch_succ[b] * _DECAY + held
-                fail = self._branch_fail[b] * _DECAY + (1 if held < len(tokens) else 0)
-                scale = min(1.0, _EVIDENCE_MAX / (succ + fail))
-                self._branch_succ[b], self._branch_fail[b] = succ * scale, fail * scale
+                self._branch_succ[b], self._branch_fail[b] = _add_evidence(
+                    self._branch_succ[b], self._branch_fail[b], len(tokens), held)
             else:
                 left.append((tokens, match, at))
         self._branch_watch = left
