@@ -82,9 +82,8 @@ _client: ControlClient | None = None
 
 
 def screen(session: str) -> list[str]:
-    if _client is not None:
-        return _client.command(f"capture-pane -p -t {session}")
-    return tmux("capture-pane", "-p", "-t", session).split("\n")
+    assert _client is not None, "the control client is attached in main, before any read"
+    return _client.command(f"capture-pane -p -t {session}")
 
 
 def editor_rows(rows: list[str]) -> list[str]:

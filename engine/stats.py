@@ -54,7 +54,7 @@ class Stats:
     drafted_by_drafter: dict[str, int] = field(default_factory=dict)
     accepted_by_drafter: dict[str, int] = field(default_factory=dict)
     # Passes that verified a draft tree (engine/token_tree.py): their rows (nodes, the pending
-    # token included), branches sent beside the draft, tokens accepted along the paths taken, and
+    # token included), paths beside the draft's own, tokens accepted along the paths taken, and
     # how often a branch took the target past the draft's own path (and by how many tokens).
     tree_passes: int = 0
     tree_rows: int = 0
@@ -116,7 +116,7 @@ class Stats:
 
     @property
     def tree_width(self) -> float | None:
-        """Paths per tree pass (the draft and its branches)."""
+        """Paths per tree pass (the draft's own and those beside it)."""
         return 1.0 + self.tree_branches / self.tree_passes if self.tree_passes else None
 
     @property
