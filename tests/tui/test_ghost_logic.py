@@ -165,11 +165,32 @@ def test_a_burst_faster_than_usual_asks_after_its_own_pause():
     usual = d.delay_s
     t = 20 * 0.15 + BURST_GAP_S + 1.0  # moved, looked: a new burst
     for i in range(4):
-        d.keystroke(t + i * 0.01)
+        d.keystroke(t + i * 0.04)  # fast, as a person types a word they know
     assert MIN_S <= d.delay_s < usual / 2
     for i in range(1, 4):
-        d.keystroke(t + 0.03 + i * 0.15)
+        d.keystroke(t + 0.12 + i * 0.15)
     assert d.delay_s >= usual * 0.7  # (the average took the burst in too)
+
+
+def test_keys_that_came_at_once_ask_as_after_a_line_break():
+    """Keys a few milliseconds apart came in one read from the terminal (typed ahead over SSH,
+    or a person's 4 characters at once): the burst is over, so the request starts almost at once,
+    however slow the user's usual typing and the answers are. One quick pair among ordinary keys
+    (a rollover) is not such a burst."""
+    from specterm.tui.widgets.debounce import AT_ONCE_GAP_S, LINE_BREAK_S, MIN_S, AdaptiveDebounce
+
+    d = AdaptiveDebounce(start_s=0.25)
+    for i in range(20):
+        d.keystroke(i * 0.3)
+    d.response(2.0)
+    t = 20.0
+    for i in range(4):
+        d.keystroke(t + i * AT_ONCE_GAP_S / 3)
+    assert d.delay_s == LINE_BREAK_S < MIN_S
+    d.keystroke(t + 0.3)
+    d.keystroke(t + 0.3 + AT_ONCE_GAP_S / 3)  # two keys rolled over, after an ordinary gap
+    assert d.delay_s > LINE_BREAK_S
+    assert AdaptiveDebounce(start_s=0.0).delay_s == 0.0
 
 
 def test_a_line_break_asks_almost_at_once():

@@ -7,6 +7,8 @@ average of gaps within a burst) and the measured time a request takes to show it
 request that would be thrown away costs more when responses are slow, so the pause grows with it.
 A burst faster than the user's usual speed (a few characters typed at once after moving to a
 new place) is followed by its own pause: the wait then follows the burst's gaps, not the average.
+Keys closer together than anyone types (AT_ONCE_GAP_S: the terminal, or SSH, delivered them in one
+read) are a burst that has ended: the request starts as after a line break.
 
 A line break is different: people stop at the end of a line to read and think, so the request
 starts almost at once (LINE_BREAK_S) after Enter, and after blanks typed or deleted that leave the
@@ -24,6 +26,7 @@ MAX_S = 1.0
 BURST_GAP_S = 1.0  # a longer gap ends a burst: it is a pause, not a typing speed
 WEIGHT = 0.2  # of a new observation in the moving averages
 LINE_BREAK_S = 0.03  # the pause after a key that broke the line
+AT_ONCE_GAP_S = 0.03  # a burst's gaps (the mean of its last two) below this: the keys came at once
 
 
 @dataclass
@@ -40,7 +43,7 @@ class AdaptiveDebounce:
 
     @property
     def delay_s(self) -> float:
-        if self.line_break:
+        if self.line_break or (self.burst_gap_s is not None and self.burst_gap_s < AT_ONCE_GAP_S):
             return min(LINE_BREAK_S, self.start_s)
         if self.gap_s is None:
             return self.start_s
