@@ -7,8 +7,9 @@ specterm opens a copy of FILE with 2 x SPOTS lines taken out (as `specterm bench
 its person's path). At each of those places, in no order, the keys a person presses go to the
 terminal: ctrl+f, the line above the place, Enter, Esc (the find bar moves the cursor there), End;
 then, on every other place after a 0.3 s look, Enter and the first 4 characters of the line that
-belongs there in one write. The screen is read every few milliseconds: the time from that last
-write to the first text the editor shows beyond what was typed is the first suggestion's. Then
+belongs there in one write. The screen is read each time the app draws (tmux tells its control
+client): the time from that write to the first text the editor shows beyond what was typed is the
+first suggestion's. Then
 ctrl+z takes the typed text out again. `--jump N` instead times N jumps from the top of the file to
 its end (ctrl+home, a second, ctrl+end, Enter and the start of the file's last line, taken out).
 Needs tmux; the model is the configured one (the demo pair by default). Prints p50/p95 in ms each
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -35,7 +38,6 @@ SIZE = (120, 40)
 LOOK_S = 0.3
 CHARS = 4
 WAIT_S = 5.0  # the longest a place waits for a suggestion
-POLL_S = 0.01  # (a read is a command to one control-mode client: no process is started)
 NOTICES_S = 14.0  # the app's first notices (the demo model's: 12 s) have gone by then
 EDGE = 4  # columns at the right edge left out of the comparison (the scroll bar)
 
@@ -45,32 +47,55 @@ def tmux(*args: str) -> str:
 
 
 class ControlClient:
-    """One tmux control-mode client (`tmux -C`): screen reads are commands on its pipe, so polling
-    starts no process (a `tmux capture-pane` process every few ms takes a share of a 2-core box
-    from the app being timed). It ignores its own size, so the window keeps SIZE."""
+    """One tmux control-mode client (`tmux -C`): screen reads and keys are commands on its pipe, so
+    timing starts no process (a `tmux capture-pane` process every few ms takes a share of a 2-core
+    box from the app being timed), and the screen is read when the app has written to it (tmux's
+    `%output` notifications), not polled on a clock: between the keys and the suggestion the
+    script wakes only when there is something new to see. It ignores its own size, so the window
+    keeps SIZE."""
 
     def __init__(self, session: str) -> None:
         self.proc = subprocess.Popen(["tmux", "-C", "attach-session", "-f", "ignore-size,read-only", "-t", session],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                      encoding="utf-8", errors="replace")  # (%output carries raw bytes)
+        self.outputs = 0  # %output notifications so far: the app wrote to the terminal
+        self._changed = threading.Condition()
+        self._replies: "queue.Queue[list[str] | None]" = queue.Queue()
+        threading.Thread(target=self._read, name="tmux-control", daemon=True).start()
 
-    def command(self, line: str) -> list[str]:
-        """Run one tmux command; its output lines (notifications in between are skipped)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        out: list[str] | None = None
-        while True:
-            got = self.proc.stdout.readline()
-            if not got:
-                raise RuntimeError("the tmux control client ended")
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        block: list[str] | None = None
+        for got in self.proc.stdout:
             got = got.rstrip("\n")
             if got.startswith("%begin"):
-                out = []
-            elif got.startswith(("%end", "%error")) and out is not None:
-                return out
-            elif out is not None:
-                out.append(got)
+                block = []
+            elif got.startswith(("%end", "%error")) and block is not None:
+                self._replies.put(block)
+                block = None
+            elif block is not None:
+                block.append(got)
+            elif got.startswith("%output"):
+                with self._changed:
+                    self.outputs += 1
+                    self._changed.notify_all()
+        self._replies.put(None)  # the client ended
+
+    def command(self, line: str) -> list[str]:
+        """Run one tmux command; its output lines."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self._replies.get(timeout=30)
+        if reply is None:
+            raise RuntimeError("the tmux control client ended")
+        return reply
+
+    def wait_output(self, seen: int, timeout: float) -> int:
+        """The count of %output notifications once it differs from `seen` (or `timeout` passed)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.outputs != seen, timeout=max(timeout, 0.0))
+            return self.outputs
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -81,9 +106,20 @@ class ControlClient:
 _client: ControlClient | None = None
 
 
-def screen(session: str) -> list[str]:
+def control() -> ControlClient:
     assert _client is not None, "the control client is attached in main, before any read"
-    return _client.command(f"capture-pane -p -t {session}")
+    return _client
+
+
+def screen(session: str) -> list[str]:
+    return control().command(f"capture-pane -p -t {session}")
+
+
+def type_at_once(session: str, text: str) -> None:
+    """Enter and `text` in one command, as bytes (`send-keys -H`): the pane gets them together,
+    as a terminal delivers keys typed faster than it reads them."""
+    data = "\r" + text
+    control().command(f"send-keys -t {session} -H " + " ".join(f"{b:02x}" for b in data.encode("utf-8")))
 
 
 def editor_rows(rows: list[str]) -> list[str]:
@@ -157,12 +193,13 @@ def visit(session: str, move: Callable[[], None], line: str, look: bool, number:
     before = editor_rows(screen(session))
     # what line `number` shows before the keys: while it still does, the keys are not drawn yet
     stale = next((c for c in (code_of(r[: SIZE[0] - EDGE], number) for r in before) if c is not None), None)
-    tmux("send-keys", "-t", session, "Enter")
-    tmux("send-keys", "-t", session, "-l", typed)
+    seen = control().outputs
     sent = time.monotonic()
+    type_at_once(session, typed)
     below: list[str] | None = None
     found = None
     while time.monotonic() - sent < WAIT_S:
+        seen = control().wait_output(seen, WAIT_S - (time.monotonic() - sent))  # the app drew something
         rows = [r[: SIZE[0] - EDGE] for r in editor_rows(screen(session))]
         at = next((i for i, r in enumerate(rows) if code_of(r, number) is not None), None)
         code = code_of(rows[at], number) if at is not None else None
@@ -176,7 +213,6 @@ def visit(session: str, move: Callable[[], None], line: str, look: bool, number:
             elif now_below != below:
                 found = time.monotonic()  # a suggestion that starts on the next line
                 break
-        time.sleep(POLL_S)
     tmux("send-keys", "-t", session, "Escape")
     for _ in range(4):  # the typed text out again: one undo for the characters, one for the line
         time.sleep(0.15)
