@@ -9,6 +9,13 @@ small change), then anywhere in the region (a moved or deleted block). Its draft
 text has agreed with the region there (`Draft.match`), so the policy prices them as it prices
 prompt lookup's (engine/policy.py: per match length).
 
+What the rewrite wrote in place of a short stretch of the original (a few tokens: a renamed
+name, a changed call) is learned as a `Replacement` when the follower finds its place after it:
+where that original comes again, the copy drafts the replacement and goes on past it, instead of
+guessing the old name at every use. A replacement is drafted while the target writes it at least
+as often as it keeps the original; once it held at a second place, text that went through it
+counts as agreeing with the region.
+
 `EditDrafter` puts the follower in front of the free drafter the engine has (the session drafter
 or prompt lookup, alone or a hybrid's free part): the follower's guess when it has one, the free
 drafter's otherwise; in a hybrid the draft model continues where the copy stops agreeing, as it
@@ -29,6 +36,8 @@ NEAR = 48  # a lost pointer is looked for this many tokens either side of where 
 NEAR_MIN = 2  # there two agreeing tokens are a place to go on from, ...
 CLOSE = 8  # ... one where it is within this many tokens (a replaced word: the copy resumes at once),
 FAR_MIN = 3  # and anywhere else it takes three (a common token alone is noise)
+SUB_ORIG_MAX = 4  # a replacement is learned where at most this many original tokens ...
+SUB_REPL_MAX = 8  # ... gave way to at most this many new ones (a renamed name, a changed call)
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,29 @@ class Prediction:
     end: int
 
 
+@dataclass
+class Replacement:
+    """Original tokens the rewrite replaced by others once: where they come again, the copy
+    drafts the replacement (a rename changes every use of the name). Counted each time it is
+    drafted and the target agrees or writes the original instead; drafted while it holds at least
+    as often as it fails."""
+
+    orig: tuple[int, ...]
+    repl: tuple[int, ...]
+    held: int = 1
+    failed: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return self.failed <= self.held
+
+    @property
+    def confirmed(self) -> bool:
+        """It held at a second place: a pattern of the rewrite (a rename), not a one-off change,
+        so text that went through it still agrees with the original (Draft.match)."""
+        return self.held >= 2 and self.trusted
+
+
 class OriginalFollower:
     """Follows the original as the rewrite advances (see the module docstring)."""
 
@@ -50,6 +82,7 @@ class OriginalFollower:
         self._ptr = self.start  # where in `source` the next written token is expected
         self._at = written_from  # len(history) when _ptr was set
         self._lost = False  # the last tokens written did not follow the original
+        self._anchor = (self._ptr, self._at)  # the last place known good (kept while lost)
         # positions p (start < p <= end) by the token at p - 1, and by the two tokens before p
         self._by_last: dict[int, list[int]] = {}
         self._by_pair: dict[tuple[int, int], list[int]] = {}
@@ -57,32 +90,91 @@ class OriginalFollower:
             self._by_last.setdefault(self.source[p - 1], []).append(p)
             if p - 2 >= 0:
                 self._by_pair.setdefault((self.source[p - 2], self.source[p - 1]), []).append(p)
+        self.replacements: dict[tuple[int, ...], Replacement] = {}
+        self._by_first: dict[int, list[Replacement]] = {}  # by the original's first token
+        self._by_repl_end: dict[int, list[Replacement]] = {}  # by the replacement's last token
+        # the last proposal: its tokens, the source position after each (-1 inside a
+        # replacement), the history length it followed, and the replacements in it (index, which)
+        self._proposed: list[int] = []
+        self._ends: list[int] = []
+        self._proposed_at = -1
+        self._used: list[tuple[int, Replacement]] = []
+        self._searched = False  # the last locate looked for the place (the text had left the original)
 
     @property
     def pointer(self) -> int | None:
         """The index into the original (0: its first token) where the rewrite is; None while lost."""
         return None if self._lost else self._ptr - self.start
 
+    def _replaced_before(self, history: Sequence[int], i: int, q: int) -> Replacement | None:
+        """A confirmed replacement whose new tokens end history[:i] where its original ends source[:q]."""
+        for r in self._by_repl_end.get(history[i - 1], ()):
+            n, m = len(r.repl), len(r.orig)
+            if (r.confirmed and n <= i and m <= q and tuple(history[i - n:i]) == r.repl
+                    and tuple(self.source[q - m:q]) == r.orig):
+                return r
+        return None
+
     def agreement(self, history: Sequence[int], p: int) -> int:
-        """How many of the last tokens written equal those before source position p."""
-        n = 0
-        while (n < AGREEMENT_MAX and n < p and n < len(history)
-               and history[-1 - n] == self.source[p - 1 - n]):
-            n += 1
-        return n
+        """How many of the last tokens written equal those before source position p (a confirmed
+        replacement counts as agreeing: it is what the rewrite does to that original)."""
+        n, i, q = 0, len(history), p
+        while n < AGREEMENT_MAX and i > 0 and q > 0:
+            if history[i - 1] == self.source[q - 1]:
+                n, i, q = n + 1, i - 1, q - 1
+                continue
+            r = self._replaced_before(history, i, q)
+            if r is None:
+                break
+            n, i, q = n + len(r.repl), i - len(r.repl), q - len(r.orig)
+        return min(n, AGREEMENT_MAX)
+
+    def _judge(self, history: Sequence[int]) -> None:
+        """Count each replacement in the last proposal that the target has now decided: it wrote
+        the replacement there (held), or the original (failed)."""
+        written = history[self._proposed_at:] if self._proposed_at >= 0 else []
+        for j, r in self._used:
+            if j < len(written) and list(written[:j]) == self._proposed[:j]:
+                if written[j] == r.repl[0]:
+                    r.held += 1
+                elif written[j] == r.orig[0]:
+                    r.failed += 1
+        self._used = [(j, r) for j, r in self._used if j >= len(written)]
+
+    def _followed_proposal(self, history: Sequence[int]) -> int | None:
+        """Where the source is after the history followed the last proposal (with its
+        replacements) this far; None where it did not, or stopped inside a replacement."""
+        grown = len(history) - self._proposed_at
+        if self._proposed_at < 0 or grown <= 0:
+            return None
+        written = history[self._proposed_at:]
+        if grown > len(self._proposed) or list(written) != self._proposed[:grown]:
+            return None
+        p = self._ends[grown - 1]
+        return p if p >= 0 else None
 
     def locate(self, history: Sequence[int]) -> tuple[int, int] | None:
         """(position, agreement) of the place in the original that the text has reached, or None."""
         grown = len(history) - self._at
         expected = self._ptr + max(grown, 0)
+        self._searched = False
         if not self._lost and grown >= 0 and expected <= self.end and \
                 list(history[len(history) - grown:]) == self.source[self._ptr:expected]:
             return expected, self.agreement(history, expected)  # still copying
+        followed = self._followed_proposal(history)
+        if followed is not None:
+            return followed, self.agreement(history, followed)  # copying, a replacement included
         if not history:
             return None
+        self._searched = True  # (the text left the original: what it wrote instead may be learned)
         best: tuple[int, int] | None = None  # (agreement, -distance)
         where = None
-        for p in self._by_last.get(history[-1], ()):
+        near = list(self._by_last.get(history[-1], ()))
+        for r in self._by_repl_end.get(history[-1], ()):  # a replacement just written
+            if r.trusted and tuple(history[-len(r.repl):]) == r.repl:
+                m = len(r.orig)
+                near += [q for q in self._by_last.get(r.orig[-1], ()) if tuple(self.source[q - m:q]) == r.orig]
+        for p in near:
             if abs(p - expected) <= NEAR:
                 a = self.agreement(history, p)
                 key = (a, -abs(p - expected))
@@ -97,18 +189,73 @@ class OriginalFollower:
                     best, where = key, p
         return None if where is None or best is None else (where, best[0])
 
+    def _learn(self, history: Sequence[int], p: int, a: int) -> None:
+        """The text found the original again at p (its last `a` tokens agreeing) after leaving
+        it: what it wrote in place of the original since the last good place is a replacement
+        to draft where that original comes again (a short one only: a rewritten block is not)."""
+        ptr, at = self._anchor
+        k = 0
+        while (at + k < len(history) - a and ptr + k < p - a
+               and history[at + k] == self.source[ptr + k]):
+            k += 1
+        orig = tuple(self.source[ptr + k:p - a])
+        repl = tuple(history[at + k:len(history) - a])
+        if not (0 < len(orig) <= SUB_ORIG_MAX and 0 < len(repl) <= SUB_REPL_MAX) or orig == repl:
+            return
+        known = self.replacements.get(orig)
+        if known is not None:
+            if known.repl == repl:
+                known.held += 1
+                return
+            known.failed += 1
+            if known.trusted:
+                return
+            self._by_first[orig[0]].remove(known)
+            self._by_repl_end[known.repl[-1]].remove(known)
+        r = self.replacements[orig] = Replacement(orig, repl)
+        self._by_first.setdefault(orig[0], []).append(r)
+        self._by_repl_end.setdefault(repl[-1], []).append(r)
+
+    def _replacement_at(self, i: int) -> Replacement | None:
+        for r in self._by_first.get(self.source[i], ()):
+            if r.trusted and tuple(self.source[i:i + len(r.orig)]) == r.orig:
+                return r
+        return None
+
     def propose(self, history: Sequence[int], n_max: int) -> tuple[list[int], int]:
-        """(tokens, agreement): the original's next tokens after `history`, up to n_max."""
+        """(tokens, agreement): the original's next tokens after `history`, up to n_max, with the
+        replacements learned so far applied."""
+        self._judge(history)
         found = self.locate(history)
         if found is None:
             # lost: expected to move on as fast as the text does
             self._ptr = min(self._ptr + max(len(history) - self._at, 0), self.end)
             self._at, self._lost = len(history), True
+            self._proposed_at = -1
             return [], 0
+        if self._searched:
+            self._learn(history, *found)
         self._ptr, self._at, self._lost = found[0], len(history), False
-        return self.source[found[0]: min(found[0] + max(n_max, 0), self.end)], found[1]
-
-
+        self._anchor = (self._ptr, self._at)
+        out: list[int] = []
+        ends: list[int] = []
+        used: list[tuple[int, Replacement]] = []
+        i = found[0]
+        while len(out) < n_max and i < self.end:
+            r = self._replacement_at(i)
+            if r is not None and len(out) + len(r.repl) <= n_max:
+                used.append((len(out), r))
+                out += r.repl
+                i += len(r.orig)
+                ends += [-1] * (len(r.repl) - 1) + [i]
+            elif r is not None:
+                break  # (a replacement cut short would draft a token the original does not have)
+            else:
+                out.append(self.source[i])
+                i += 1
+                ends.append(i)
+        self._proposed, self._ends, self._proposed_at, self._used = out, ends, len(history), used
+        return out, found[1]
 class EditDrafter:
     """The follower's guess first, then the free drafter's (`inner`); the Drafter verbs of a free
     drafter, forwarded to `inner` for its own drafts. Its guesses cost nothing and are usually right

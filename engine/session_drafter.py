@@ -6,7 +6,9 @@ session saw before: files the user opened, earlier chat answers and completions.
 the occurrences of the text's tail in both and follows the continuation they agree on most
 (frequency weighted by match length, recency breaking ties). How far it drafts follows the match
 length and the drafter's own measured acceptance (SuffixDecoding's max_spec = factor * match_len,
-the factor growing with acceptance); the policy still picks the length it asks for.
+the factor growing with acceptance); the policy still picks the length it asks for. (With this
+cap lifted, the policy's per-match-length evidence alone cut the guesses less well where
+verification is cheap: the memory-bound built-in tasks ran slower, compute-bound the same.)
 
 It is free to run (microseconds of numpy), so the policy treats it as prompt lookup. The
 session index lives in memory, bounded by `memory_bytes`; feeding it (`remember`) happens on the

@@ -90,3 +90,60 @@ def test_repeated_code_prefers_the_place_near_the_pointer():
     assert f.propose(history, 2) == ([52, 53], 9)
     history += [99, 53]  # 52 replaced
     assert f.propose(history, 2) == ([13, 9], 1)
+
+
+def rename_region() -> list[int]:
+    """A region that uses the name 77 three times (a rename's original)."""
+    return [10, 11, 77, 12, 13, 14, 15, 77, 16, 17, 18, 19, 20, 77, 21, 22, 23]
+
+
+def test_a_rename_is_learned_and_drafted_at_the_next_use():
+    """The rewrite wrote 88 where the original has 77: the copy then drafts 88 at the next 77 and
+    goes on copying after it, its agreement counting the replaced name as agreeing."""
+    region = rename_region()
+    prompt = HEAD + region + FENCE
+    f = OriginalFollower(Prediction(prompt, len(HEAD), len(HEAD) + len(region) + 1), len(prompt))
+    history = prompt + [10, 11]
+    assert f.propose(history, 3) == ([77, 12, 13], 2)
+    history += [88]  # renamed
+    assert f.propose(history, 3) == ([], 0)  # a name not in the original: lost for now
+    history += [12]
+    tokens, match = f.propose(history, 8)
+    assert tokens == [13, 14, 15, 88, 16, 17, 18, 19]  # the next use drafted renamed
+    assert match == 1  # (a change seen once is not yet agreement)
+    history += [13, 14, 15, 88]  # the target renamed it too: the copy follows on after it
+    assert f.propose(history, 3) == ([16, 17, 18], 8)
+    assert f.replacements[(77,)].held == 2
+
+
+def test_a_replacement_the_target_does_not_repeat_is_dropped():
+    """Renamed once, then kept: the replacement failed as often as it held, and once it fails
+    more the copy drafts the original again."""
+    region = rename_region()
+    prompt = HEAD + region + FENCE
+    f = OriginalFollower(Prediction(prompt, len(HEAD), len(HEAD) + len(region) + 1), len(prompt))
+    history = prompt + [10, 11, 88, 12]
+    f.propose(prompt + [10, 11], 3)
+    f.propose(prompt + [10, 11, 88], 3)
+    assert f.propose(history, 4)[0] == [13, 14, 15, 88]
+    history += [13, 14, 15, 77]  # not renamed here
+    tokens, _ = f.propose(history, 3)
+    assert tokens == [16, 17, 18]
+    r = f.replacements[(77,)]
+    assert (r.held, r.failed) == (1, 1) and r.trusted
+    history += [16, 17, 18, 19, 20]
+    r.failed += 1  # (as a second kept use would count it)
+    assert f.propose(history, 3)[0] == [77, 21, 22]  # no longer trusted: the original is drafted
+
+
+def test_a_long_rewrite_is_not_learned_as_a_replacement():
+    region = rename_region()
+    prompt = HEAD + region + FENCE
+    f = OriginalFollower(Prediction(prompt, len(HEAD), len(HEAD) + len(region) + 1), len(prompt))
+    history = prompt + [10]
+    f.propose(history, 2)
+    history += [901, 902, 903, 904, 905, 906, 907, 908, 909, 910]  # 11 77 rewritten as 10 new tokens
+    f.propose(history, 2)
+    history += [12, 13]
+    f.propose(history, 2)
+    assert f.replacements == {}
