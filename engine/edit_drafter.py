@@ -256,6 +256,8 @@ class OriginalFollower:
                 ends.append(i)
         self._proposed, self._ends, self._proposed_at, self._used = out, ends, len(history), used
         return out, found[1]
+
+
 class EditDrafter:
     """The follower's guess first, then the free drafter's (`inner`); the Drafter verbs of a free
     drafter, forwarded to `inner` for its own drafts. Its guesses cost nothing and are usually right
