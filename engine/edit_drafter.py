@@ -170,8 +170,10 @@ class OriginalFollower:
         best: tuple[int, int] | None = None  # (agreement, -distance)
         where = None
         near = list(self._by_last.get(history[-1], ()))
-        for r in self._by_repl_end.get(history[-1], ()):  # a replacement just written
-            if r.trusted and tuple(history[-len(r.repl):]) == r.repl:
+        # a replacement just written: the places after its original (only a confirmed one, since
+        # `agreement` counts no other through it and would give those places none)
+        for r in self._by_repl_end.get(history[-1], ()):
+            if r.confirmed and tuple(history[-len(r.repl):]) == r.repl:
                 m = len(r.orig)
                 near += [q for q in self._by_last.get(r.orig[-1], ()) if tuple(self.source[q - m:q]) == r.orig]
         for p in near:
