@@ -4,8 +4,8 @@ Entry point for the CLI: `run_app(settings, path) -> exit code`. SpectermApp com
 and routes between them: keys to actions, engine events to the status bar, disk events to the
 tree, the editor tabs (files, save, reload, conflicts), the config and the themes. Its services
 live in modules of their own: the engine (engine_service.py, started in a worker while the UI is
-already usable), the prewarms (suggest/prewarm.py), keys held while a file opens (key_hold.py)
-and the config reload (config_reload.py). It talks to the engine only through `Engine`.
+already usable), the prewarms (suggest/prewarm.py) and the config reload (config_reload.py). It
+talks to the engine only through `Engine`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -31,7 +31,6 @@ from .config import Settings, load_settings, user_config_path
 from .config_reload import reload_config
 from .edit.flow import EditFlow
 from .engine_service import EngineService
-from .key_hold import KeyHold
 from .palette import palette_commands
 from .screens.stats import StatsScreen
 from .screenshot import save_screenshot
@@ -105,7 +104,6 @@ class SpectermApp(App[int]):
         self.over_ssh = bool(env.get("SSH_CONNECTION"))
         if self.over_ssh:
             self.animation_level = "none"
-        self.key_hold = KeyHold(self, super().on_event)  # tui/key_hold.py
         self.completer = Completer(
             CompletionOptions.from_config(settings.completion, settings.keys),
             event_sink=self.engines.event,
@@ -129,7 +127,7 @@ class SpectermApp(App[int]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
-            yield FileTree(self.root, id="tree")
+            yield FileTree(self.root, opener=self._open_from_tree, id="tree")
             with Vertical(id="center"):
                 yield EditorTabs(theme=self.spectheme, completer=self.completer, prewarmer=self.prewarmer,
                                  blink=not self.over_ssh, id="editor-tabs")
@@ -246,15 +244,13 @@ class SpectermApp(App[int]):
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
-        self.key_hold.start()  # (a click: from here on; Enter started holding already)
-        if await self.open_file(event.path) is None:
-            await self.key_hold.release()  # nothing opened (the notice says why): to the tree
+        await self._open_from_tree(event.path)  # a click (Enter opens through the tree's binding)
 
-    async def on_event(self, event) -> None:
-        await self.key_hold.on_event(event)  # keys typed while a file chosen in the tree opens
-
-    async def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        await self.key_hold.focused(event.widget)
+    async def _open_from_tree(self, path: Path) -> None:
+        """A file chosen in the tree, opened while the app takes no key: keys typed meanwhile
+        wait in the app's queue and go, in order, to the editor, which has the focus on return
+        (or to the tree, when the file could not be opened: the notice says why)."""
+        await self.open_file(path)
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area

@@ -385,6 +385,9 @@ class Walk:
         self.count(f"{kind} {key}" + (f" typed-since {before.typed} ghost {before.ghost!r}" if self.auto else ""))
         await self.press(key)
         self.check_text(kind, key, before)
+        for pane, open_file in self.app.editor_tabs.files.items():
+            if pane not in before.texts:  # Enter on a file in the tree opened it: read from disk now
+                self.loaded(open_file.file.path, self.disk.get(open_file.file.path))
         self.track_typing(kind, before)
         if kind == "escape" and before.focused_editor:
             assert app.focused is before.active.editor, "Esc took the focus away from the editor"

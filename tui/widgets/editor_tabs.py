@@ -308,10 +308,12 @@ class EditorTabs(Vertical):
     def focus_editor(self, editor: CodeEditor) -> None:
         """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
         still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere).
-        The second focus is skipped if another tab is active by then: it would put the focus in a
+        Now means the screen's own `set_focus`, not `Widget.focus` (a call queued behind the keys
+        the app holds while a file opens: they went to the widget that had the focus). The second
+        focus is skipped if another tab is active by then: it would put the focus in a
         hidden editor (`FileTabs` no longer lets that switch back to its tab; before, it did), and
         the focus left on a hidden widget ends on the tab strip, typed keys going nowhere."""
-        editor.focus()
+        self.screen.set_focus(editor)
 
         def again() -> None:
             if self.active_editor is editor:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Awaitable, Callable, Iterable
 
 from pathspec import GitIgnoreSpec
 from textual import work
+from textual.actions import SkipAction
+from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DirectoryTree, Tree
 from textual.widgets.directory_tree import DirEntry
@@ -89,27 +91,39 @@ class GitIgnore:
         return ignored
 
 
+Opener = Callable[[Path], Awaitable[object]]
+
+
 class FileTree(DirectoryTree):
-    """The project's files, without what .gitignore hides; open folders follow the disk."""
+    """The project's files, without what .gitignore hides; open folders follow the disk.
+
+    Enter on a file opens it through `opener` within the key's own turn (a priority binding: the
+    app awaits the action before it takes the next key), so keys typed right after Enter (a fast
+    typist, keys arriving together over SSH) wait in the app's queue, in order, and reach the
+    file's editor once it has the focus; handled as the tree's select, they reached the tree and
+    were lost. Enter on a folder opens or closes it, as in any tree."""
+
+    BINDINGS = [Binding("enter", "open_file", "Open", show=False, priority=True)]
 
     class FoldersChanged(Message):
         """A folder was opened, closed or removed: `open_folders()` may have changed."""
 
-    def __init__(self, path: Path, *, id: str | None = None) -> None:
+    def __init__(self, path: Path, *, opener: Opener, id: str | None = None) -> None:
         super().__init__(path, id=id)
+        self._opener = opener
         self.gitignore = GitIgnore(Path(path))
         self._unwatched: set[int] = set()  # ids of loaded nodes the user collapsed (not watched since)
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not self.gitignore.ignored(p)]
 
-    def opens_file_on(self, key: str) -> bool:
-        """Whether `key` now selects the file under the cursor (the Tree's select binding), which
-        opens it in the editor: the app holds keys typed after it until that editor has the focus."""
+    async def action_open_file(self) -> None:
+        """Enter: the file under the cursor, opened before the app reads the next key; anything
+        else (a folder, no node) goes on as the tree's own Enter."""
         node = self.cursor_node
         if node is None or node.data is None or node.allow_expand:
-            return False
-        return any(b.action == "select_cursor" for b in self._bindings.key_to_bindings.get(key, ()))
+            raise SkipAction()
+        await self._opener(node.data.path)
 
     # -- which folders are shown ------------------------------------------------------------------
 
