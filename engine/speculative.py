@@ -25,7 +25,7 @@ from .drafters import Draft, Drafter, ModelDrafter, PassRecord, TreeOutcome, com
 from .edit_drafter import EditDrafter, OriginalFollower, Prediction
 from .errors import ContextOverflowError
 from .model import Model
-from .policy import PROBE_WINDOW, DraftPolicy, evidence_source
+from .policy import FREE, PROBE_WINDOW, DraftPolicy, evidence_source
 from .sampling import Verdict, distribution, is_greedy, sample, verify_greedy, verify_sampled
 from .settings import SamplingSettings, SpeculativeSettings
 from .stats import Stats
@@ -408,7 +408,7 @@ class SpeculativeDecoder:
         to what pays at its match length, or in a hybrid splits the pass between the guess and
         the draft model; the model drafts what is left to it."""
         policy, history, free, model = run.policy, run.history, run.free, run.model
-        run.free_sent, run.model_from, run.tree = -1, -1, None
+        run.free_sent, run.model_from, run.tree, run.source = -1, -1, None, FREE
         room = self._room(run)
         lag = probe_lag = 0
         if policy.adaptive and model is not None:
@@ -423,13 +423,13 @@ class SpeculativeDecoder:
             # paying for the model does not pay this pass (the guess may run past the model's k).
             guess = free.draft(history, k if model is None else max(k, min(self.spec.draft_max, room)),
                                sampling, rng)
-            source = evidence_source(guess.sources)
+            run.source = source = evidence_source(guess.sources)
             draft = self._sent(run, guess, policy.fit_draft(len(guess.tokens), guess.match, source), source)
             if self._trees and model is None and is_greedy(sampling):
                 run.tree = self._tree(run, draft, policy.fit_branches(draft, source))
         elif free is not None and model is not None:
             guess = free.draft(history, max(k, min(self.spec.draft_max, room)), sampling, rng)
-            source = evidence_source(guess.sources)
+            run.source = source = evidence_source(guess.sources)
             n_free, n_model = policy.split(len(guess.tokens), k, model.lag(history, window), guess.match, source)
             draft = self._sent(run, guess, n_free, source)
             draft.free_tokens = len(draft.tokens)
@@ -510,7 +510,7 @@ class SpeculativeDecoder:
         self._last_rows = shape
         record = PassRecord(draft=draft, asked=asked, accepted=verdict.accepted, verify_s=verify_s,
                             device_s=target.device_s - device0, rows=shape, padded=bool(pad),
-                            same_shape=same_shape, source=evidence_source(draft.sources),
+                            same_shape=same_shape, source=run.source,
                             probing=asked > 0 and policy.probing, drafting=not policy.off, at=n_past + 1)
         return self._commit(run, record, draft.tokens[:verdict.accepted], verdict.token)
 
@@ -528,7 +528,7 @@ class SpeculativeDecoder:
         self._last_rows = len(tree)
         record = PassRecord(draft=draft, asked=asked, accepted=len(kept), verify_s=time.perf_counter() - t0,
                             device_s=target.device_s - device0, rows=len(tree), padded=False, same_shape=True,
-                            source=evidence_source(draft.sources), probing=False, drafting=True,
+                            source=run.source, probing=False, drafting=True,
                             tree=outcome, at=n_past + 1)
         return self._commit(run, record, kept, token)
 
@@ -606,6 +606,9 @@ class _Run:
     free_sent: int = -1  # this pass: free guess tokens sent (-1: the free proposer was not asked)
     model_from: int = -1  # this pass: the history length the model drafted after (-1: it did not)
     tree: TokenTree | None = None  # this pass: the draft and the branches sent beside it
+    # This pass: whose match evidence its free guess feeds (decided once, in the plan; a pass
+    # without a free guess sent has no match, so its record's source is read by no one).
+    source: str = FREE
 
     def __post_init__(self) -> None:
         self.stream = TextStream(self.job.stop)
