@@ -1,13 +1,15 @@
 """llama.cpp's AMX kernels, tried once in a child process before a model loads.
 
 Why: llama-cpp-python builds llama.cpp from source for the machine it is installed on, and on an
-Intel CPU with AMX (Sapphire Rapids and later) that build puts the weights in AMX buffers. Built by
-GCC 12 (Debian 12's compiler), the kernels' tile set-up is miscompiled: the first AMX
-multiplication faults and the process dies (SIGSEGV, no message), in the first decode. So where the
-CPU offers AMX and the build has the kernels, a child process loads the demo model (or the model
-about to load) and decodes two tokens. If the child dies, models load without llama.cpp's extra
-buffer types (AMX and weight repacking, llama-server's `--no-repack`), which run on every CPU.
-The verdict is kept per build and CPU in the cache folder, so only the first start pays (~1 s).
+Intel CPU with AMX (Sapphire Rapids and later) that build puts the weights in AMX buffers. In the
+llama.cpp it vendors, the kernels' tile configuration lives on the stack, where the compiler may
+drop the stores that fill it (seen here, GCC 12), and only the main thread asks the kernel for AMX
+state (llama.cpp pull request 26954, open, fixes both): the first AMX multiplication faults and the
+process dies (SIGSEGV, no message), in the first decode. So where the CPU offers AMX and the build
+has the kernels, a child process loads the demo model (or the model about to load) and decodes two
+tokens. If the child dies, models load without llama.cpp's extra buffer types (AMX and weight
+repacking, llama-server's `--no-repack`), which run on every CPU. The verdict is kept per build and
+CPU in the cache folder, so only the first start pays (about a second).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ if not model:
     sys.exit(3)
 cparams = lc.llama_context_default_params()
 cparams.n_ctx, cparams.n_batch, cparams.n_ubatch = 64, 8, 8
+cparams.n_threads = cparams.n_threads_batch = 4  # worker threads too, as the engine runs
 ctx = lc.llama_init_from_model(model, cparams)
 if not ctx:
     sys.exit(3)
