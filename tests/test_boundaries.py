@@ -363,6 +363,16 @@ def test_the_suggestion_controller_is_no_widget():
     assert textual == [], f"tui/suggest/controller.py imports {textual}"
 
 
+def test_keys_wait_in_textuals_own_queue_not_in_an_event_hook():
+    """Keys typed while a file opens wait in the app's queue (FileTree's Enter is a priority
+    binding the app awaits): no widget or app overrides Textual's event dispatch to hold them."""
+    for path in sorted((REPO / "tui").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        hooks = [f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in ("on_event", "_on_message")]
+        assert hooks == [], f"{rel_id(path)} overrides {hooks}"
+
+
 @pytest.mark.parametrize("rel, most", [("tui/app.py", 450), ("tui/widgets/editor.py", 500)])
 def test_the_app_and_the_editor_stay_small(rel: str, most: int):
     lines = len((REPO / rel).read_text().splitlines())
