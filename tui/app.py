@@ -127,7 +127,7 @@ class SpectermApp(App[int]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
-            yield FileTree(self.root, opener=self._open_from_tree, id="tree")
+            yield FileTree(self.root, opener=self.open_file, id="tree")
             with Vertical(id="center"):
                 yield EditorTabs(theme=self.spectheme, completer=self.completer, prewarmer=self.prewarmer,
                                  blink=not self.over_ssh, id="editor-tabs")
@@ -244,13 +244,11 @@ class SpectermApp(App[int]):
 
     @on(FileTree.FileSelected)
     async def _file_selected(self, event: FileTree.FileSelected) -> None:
-        await self._open_from_tree(event.path)  # a click (Enter opens through the tree's binding)
-
-    async def _open_from_tree(self, path: Path) -> None:
-        """A file chosen in the tree, opened while the app takes no key: keys typed meanwhile
-        wait in the app's queue and go, in order, to the editor, which has the focus on return
-        (or to the tree, when the file could not be opened: the notice says why)."""
-        await self.open_file(path)
+        """A click on a file (Enter opens through the tree's own binding, `FileTree.action_open_file`).
+        Either way the file opens while the app takes no key: keys typed meanwhile wait in the
+        app's queue and go, in order, to the editor, which has the focus on return (or to the
+        tree, when the file could not be opened: the notice says why)."""
+        await self.open_file(event.path)
 
     def on_text_area_selection_changed(self, event: CodeEditor.SelectionChanged) -> None:
         editor = event.text_area

@@ -306,13 +306,14 @@ class EditorTabs(Vertical):
             await self.completer.remember(text)
 
     def focus_editor(self, editor: CodeEditor) -> None:
-        """Focus `editor` now and again once its tab is on screen: a tab switched to this moment is
-        still hidden, and focusing a hidden widget does nothing (the next keystrokes went nowhere).
-        Now means the screen's own `set_focus`, not `Widget.focus` (a call queued behind the keys
-        the app holds while a file opens: they went to the widget that had the focus). The second
-        focus is skipped if another tab is active by then: it would put the focus in a
-        hidden editor (`FileTabs` no longer lets that switch back to its tab; before, it did), and
-        the focus left on a hidden widget ends on the tab strip, typed keys going nowhere."""
+        """Focus `editor` at once and again once its tab is on screen. At once is the screen's
+        `set_focus`: `Widget.focus` queues the change behind the keys already waiting in the app's
+        queue (typed while a file opened from the tree), which then went to the tree. Again: a tab
+        switched to this moment is still hidden, and focusing a hidden widget does nothing (the next
+        keystrokes went nowhere). The second focus is skipped if another tab is active by then: it
+        would put the focus in a hidden editor (`FileTabs` no longer lets that switch back to its
+        tab; before, it did), and the focus left on a hidden widget ends on the tab strip, typed keys
+        going nowhere."""
         self.screen.set_focus(editor)
 
         def again() -> None:
