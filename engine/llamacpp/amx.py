@@ -48,13 +48,15 @@ sys.exit(0 if lc.llama_decode(ctx, lc.llama_batch_get_one(tokens, 2)) == 0 else 
 """
 
 
-def cpu_offers_amx(cpuinfo: str | None = None) -> bool:
+def _cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def cpu_offers_amx(cpuinfo: str) -> bool:
     """Whether the CPU (Linux's /proc/cpuinfo flags) runs AMX int8 tiles."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            return False
     return any(line.startswith("flags") and "amx_int8" in line.split() for line in cpuinfo.splitlines())
 
 
@@ -77,13 +79,9 @@ def build_has_amx(library: Path | None) -> bool:
         return False
 
 
-def _verdict_file(library: Path) -> Path:
+def _verdict_file(library: Path, cpuinfo: str) -> Path:
     """Where the probe's verdict for this build on this CPU is kept."""
     stat = library.stat()
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        cpuinfo = ""
     cpu = next((line for line in cpuinfo.splitlines() if line.startswith("model name")), platform.processor())
     key = hashlib.sha256(f"{library.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{cpu}".encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -102,11 +100,14 @@ def probe(model_path: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _extra_buffers_ok(model_path: str) -> bool:
+def _verdict_here() -> Path | None:
+    """The verdict file where the probe applies here (an AMX CPU, a build with the kernels), else
+    None. Facts of the host and the build, found once a process (the library is read whole)."""
     library = _ggml_cpu_library()
-    if library is None or not cpu_offers_amx() or not build_has_amx(library):
-        return True
-    return cached_verdict(_verdict_file(library), lambda: probe(_probe_model(model_path)))
+    cpuinfo = _cpuinfo()
+    if library is None or not cpu_offers_amx(cpuinfo) or not build_has_amx(library):
+        return None
+    return _verdict_file(library, cpuinfo)
 
 
 def cached_verdict(verdict: Path, find: Callable[[], bool]) -> bool:
@@ -138,5 +139,7 @@ def _probe_model(fallback: str) -> str:
 
 
 def extra_buffers_ok(model_path: str) -> bool:
-    """Whether models may use llama.cpp's extra buffer types (AMX, weight repacking) here."""
-    return _extra_buffers_ok(model_path)
+    """Whether models may use llama.cpp's extra buffer types (AMX, weight repacking) here;
+    `model_path` is what the probe loads where the demo model is missing."""
+    verdict = _verdict_here()
+    return verdict is None or cached_verdict(verdict, lambda: probe(_probe_model(model_path)))

@@ -41,7 +41,8 @@ def test_the_probe_learns_nothing_from_a_model_it_cannot_load(tmp_path):
 
 def test_the_probe_passes_where_the_build_or_the_cpu_has_no_amx():
     library = amx._ggml_cpu_library()
-    if not (amx.cpu_offers_amx() and amx.build_has_amx(library)):
+    if not (amx.cpu_offers_amx(amx._cpuinfo()) and amx.build_has_amx(library)):
+        assert amx._verdict_here() is None
         assert amx.extra_buffers_ok(demo_model_path())
     # Either way the verdict is one a model loads and decodes with, here.
     model = LlamaModel.load(ModelSettings(path=demo_model_path(), ctx=256))
