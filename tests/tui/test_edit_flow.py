@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from specterm.tui.edit.diff import EditDiff
+from specterm.tui.edit.region import target_for
 from specterm.tui.edit.review import EditReview
+from specterm.tui.widgets.highlight import highlight_map
 from specterm.tui.widgets.chat import Exchange
 
 from .conftest import make_app, wait_for
@@ -141,6 +143,50 @@ async def test_review_reject_all_per_hunk_accept_all_undo_and_save(circle, setti
         assert circle.read_text() == SOURCE
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: circle.read_text() == expected, 10)
+
+
+async def test_the_diff_is_drawn_while_the_rewrite_streams(circle, settings_for, env):
+    """The first text at once, then batches while it streams: a changed first line shows before
+    the rewrite ends (the lines it has not reached wait as pending, not removed)."""
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        ended: list[str | None] = []
+        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", ended.append, lambda: None)
+        await editor.parent.mount(review, after=editor)
+        review.stream_text("def area(r")
+        assert review.diff.new_text == "def area(r"  # drawn at once
+        review.stream_text("def area(r):\n")
+        await wait_for(pilot, lambda: review.first_change_at is not None, 5)
+        assert review.streaming and not ended
+        assert [row.kind for row in review.diff.rows] == ["removed", "added", "pending", "pending"]
+        review.stream_text("def area(r):\n    result = math.pi * r * r\n")
+        await wait_for(pilot, lambda: review.diff.new_text.count("\n") == 2, 5)
+        assert [row.kind for row in review.diff.rows] == ["removed", "removed", "added", "added", "pending"]
+
+
+async def test_streamed_colours_are_those_of_the_whole_text(circle, settings_for, env):
+    """While it streams only the rewrite's tail is lexed again: at every step the colours equal
+    a whole lex of the text so far (a docstring and a comment across the steps), and the final
+    text is lexed whole."""
+    rewrite = ('def area(radius):\n    """The area.\n\n    # not a comment\n    """\n'
+               "    # a comment\n    value = math.pi * radius * radius  # r squared\n"
+               "    text = 'a' + \"b\"\n    return value\n")
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", lambda text: None, lambda: None)
+        await editor.parent.mount(review, after=editor)
+        view = review.view
+        for end in range(1, len(rewrite) + 1, 7):
+            review.diff.update(rewrite[:end], final=False)
+            view.update_diff()
+            assert view._new_highlights == dict(highlight_map(editor._lexer, rewrite[:end])), rewrite[:end]
+        review.diff.update(rewrite, final=True)
+        view.update_diff()
+        assert view._new_highlights == dict(highlight_map(editor._lexer, rewrite))
 
 
 async def test_box_history_empty_instruction_no_region_and_escape_mid_stream(circle, project, settings_for, env):

@@ -87,10 +87,15 @@ class EditReview(Vertical, can_focus=True):
 
     def stream_text(self, text: str) -> None:
         """The rewrite so far: diffed and redrawn in batches (the first text at once), so the UI
-        thread does not take the engine's core for every token."""
+        thread does not take the engine's core for every token. (Not a zero-delay timer for the
+        first: Textual's timer divides by its interval and never fires at 0.)"""
         self._text = text
-        if self._redraw is None:
-            self._redraw = self.set_timer(REDRAW_S if self.diff.new_text else 0, self._redraw_now)
+        if self._redraw is not None:
+            return
+        if self.diff.new_text:
+            self._redraw = self.set_timer(REDRAW_S, self._redraw_now)
+        else:
+            self._redraw_now()
 
     def _redraw_now(self) -> None:
         self._redraw = None
@@ -101,8 +106,8 @@ class EditReview(Vertical, can_focus=True):
         newest = self.diff.newest_change()
         if newest is not None:
             self.view.show_row(newest)
-            if self.first_change_at is None:
-                self.first_change_at = time.monotonic()
+        if self.first_change_at is None and self.diff.changed:  # a whole line that differs
+            self.first_change_at = time.monotonic()
 
     def finish(self, text: str, *, cut: bool) -> None:
         """The rewrite has ended: review it (`cut`: it stopped at its length limit, so the

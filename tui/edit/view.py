@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ..widgets.editor import CodeEditor
 
 MARKS = {"same": " ", "pending": " ", "removed": "-", "added": "+"}
+GROW_ROWS = 32  # while the rewrite streams, the view's height grows by this many rows at a time
+STRIP_CACHE_ROWS = 2000  # drawn rows kept (cleared when full)
+RESTART_SEARCH_ROWS = 50  # how far back from the streamed end a lexer restart is looked for
 
 
 def styled_line(line: str, ranges: list[Highlight], syntax_styles: dict[str, Style]) -> Text:
@@ -54,6 +57,8 @@ class DiffView(ScrollView, can_focus=True):
         self._old_highlights = highlight_map(editor._lexer, target.region)
         self._new_highlights: dict[int, list[Highlight]] = {}
         self._new_lexed = ""
+        self._lexed_final = False
+        self._strips: dict[tuple, Strip] = {}
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -68,11 +73,43 @@ class DiffView(ScrollView, can_focus=True):
 
     def update_diff(self) -> None:
         """The diff changed (more text streamed, a decision): size, colours, redraw."""
-        if self.diff.new_text != self._new_lexed:
-            self._new_lexed = self.diff.new_text
-            self._new_highlights = highlight_map(self.editor._lexer, self.diff.new_text)
-        self.virtual_size = Size(self.size.width, self.row_count)
+        if self.diff.new_text != self._new_lexed or (self.diff.final and not self._lexed_final):
+            self._lex_new()
+        rows = self.row_count
+        if not self.diff.final:  # grown in steps: each new size is a layout of the whole screen
+            rows = -(-rows // GROW_ROWS) * GROW_ROWS
+        self.virtual_size = Size(self.size.width, rows)
         self.refresh()
+
+    def _lex_new(self) -> None:
+        """Colours for the rewrite so far. While it streams the text only grows, so the lines
+        before the last place the lexer can start again keep their colours and only the rest is
+        lexed (re-lexing the whole rewrite at every redraw took the engine's CPU on a long
+        region); the final text is lexed whole."""
+        text, lexed = self.diff.new_text, self._new_lexed
+        restart = 0
+        if not self.diff.final and text.startswith(lexed):
+            restart = self._restart_row(lexed.count("\n"))
+        offset = 0
+        for _ in range(restart):
+            offset = text.index("\n", offset) + 1
+        kept = {row: ranges for row, ranges in self._new_highlights.items() if row < restart}
+        kept.update((restart + row, ranges) for row, ranges in highlight_map(self.editor._lexer, text[offset:]).items())
+        self._new_highlights, self._new_lexed, self._lexed_final = kept, text, self.diff.final
+
+    def _restart_row(self, complete: int) -> int:
+        """The last of the first `complete` lexed rows (up to RESTART_SEARCH_ROWS back) whose first
+        token, after its indentation, is code rather than a string or comment: a lexer started
+        there is in the state the whole text would have had (not inside a string); else 0."""
+        lines = self.diff.new_text.split("\n")
+        for row in range(complete - 1, max(-1, complete - 1 - RESTART_SEARCH_ROWS), -1):
+            line = lines[row]
+            indent = len(line) - len(line.lstrip(" \t"))
+            first = next(((start, name) for start, _end, name in self._new_highlights.get(row, [])
+                          if not name.startswith("Token.Text")), None)
+            if first is not None and first[0] == indent and "String" not in first[1] and "Comment" not in first[1]:
+                return row
+        return 0
 
     def show_row(self, index: int) -> None:
         """Scroll so the diff's row `index` is in view (with a little room below)."""
@@ -98,34 +135,48 @@ class DiffView(ScrollView, can_focus=True):
         return base, gutter, syntax, background
 
     def render_line(self, y: int) -> Strip:
-        base, gutter_style, syntax, background = self._styles()
+        """One row, drawn once: while the rewrite streams most rows only move (the view follows
+        the newest line), so a row is kept by what it shows and drawn again only when that changes."""
         row = y + self.scroll_offset.y
         width = self.size.width
         start, diff = self.target.start, self.diff
-        number, mark, tint, current = "", " ", None, False
-        variables = self.app.theme_variables
         if row >= self.row_count:
-            return Strip.blank(width, base)
+            return Strip.blank(width, self._styles()[0])
         if row < start or row >= start + len(diff.rows):
             doc_row = row if row < start else row - start - len(diff.rows) + self.target.end
-            text = styled_line(self.editor.document[doc_row], self.editor._highlights.get(doc_row, []), syntax)
-            number = str(doc_row + 1)
+            line, ranges = self.editor.document[doc_row], self.editor._highlights.get(doc_row, [])
+            kind, number, mark, current = "same", str(doc_row + 1), " ", False
         else:
             entry: Row = diff.rows[row - start]
             highlights = self._new_highlights if entry.kind == "added" else self._old_highlights
-            text = styled_line(entry.text, highlights.get(entry.index, []), syntax)
+            line, ranges, kind = entry.text, highlights.get(entry.index, []), entry.kind
             mark = MARKS[entry.kind]
-            if entry.kind != "added":
-                number = str(start + entry.index + 1)
-            if entry.kind == "added":
-                tint = background.blend(Color.parse(variables.get("success", "green")), 0.22)
-            elif entry.kind == "removed":
-                tint = background.blend(Color.parse(variables.get("error", "red")), 0.18)
-                text.stylize(Style(dim=True, strike=True))
+            number = "" if entry.kind == "added" else str(start + entry.index + 1)
             current = entry.hunk is not None and entry.hunk == self.current_hunk
             hunk = diff.hunks[entry.hunk] if entry.hunk is not None else None
             if hunk is not None and hunk.accepted is not None:
                 mark = "✓" if hunk.accepted else "✗"
+        key = (width, id(self.editor._theme), self.app.theme, self.editor.gutter_width, self.editor.indent_width, kind,
+               number, mark,
+               current, line, tuple(ranges))
+        strip = self._strips.get(key)
+        if strip is None:
+            if len(self._strips) >= STRIP_CACHE_ROWS:
+                self._strips.clear()
+            strip = self._strips[key] = self._draw(kind, number, mark, current, line, ranges, width)
+        return strip
+
+    def _draw(self, kind: str, number: str, mark: str, current: bool, line: str, ranges: list[Highlight],
+              width: int) -> Strip:
+        base, gutter_style, syntax, background = self._styles()
+        variables = self.app.theme_variables
+        text = styled_line(line, ranges, syntax)
+        tint = None
+        if kind == "added":
+            tint = background.blend(Color.parse(variables.get("success", "green")), 0.22)
+        elif kind == "removed":
+            tint = background.blend(Color.parse(variables.get("error", "red")), 0.18)
+            text.stylize(Style(dim=True, strike=True))
         line_style = base + Style(bgcolor=tint.rich_color) if tint is not None else base
         digits = max(1, self.editor.gutter_width - 1)  # (the editor draws its gutter one column in)
         mark_style = gutter_style + Style(reverse=True) if current else gutter_style
