@@ -8,7 +8,9 @@ change / after the change" document than when it is a chat reply):
     intro:        the file (or part of it) and a change to make; every line the change does not
                   touch is kept as it is
     context:      the lines above and below the region (when the region is part of a file)
-    region:       "before the change", in a code block
+    region:       "before the change", in a code block, with the indentation all its lines share
+                  taken off (a method is shown at the left margin; the answer's lines get it
+                  back, `EditText`): small models rewrote an indented region one level out
     instruction:  "Change: ..."
     answer_start: "after the change", and the opening of the code block the model fills in
 
@@ -133,12 +135,45 @@ def _cut_to(text: str, limit: int, keep: Literal["start", "end"], count: Callabl
     return ""
 
 
+def region_margin(region: str) -> str:
+    """The indentation every line of the region starts with, taken off in the prompt and put
+    back on the answer's lines: a small model asked to rewrite a method often writes it one level
+    out (every line a change, and the copy of the region no longer agrees). None ("") where a
+    blank line is not empty (taking the margin off it could not be undone byte for byte)."""
+    lines = region.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    margin: str | None = None
+    for line in lines:
+        if not line.strip():
+            if line:
+                return ""
+            continue
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        if margin is None:
+            margin = indent
+        else:
+            while not indent.startswith(margin):
+                margin = margin[:-1]
+        if not margin:
+            return ""
+    return margin or ""
+
+
+def dedent(region: str, margin: str) -> str:
+    """The region with `margin` taken off each non-empty line."""
+    if not margin:
+        return region
+    return "\n".join(line[len(margin):] if line else line for line in region.split("\n"))
+
+
 def build_edit_prompt(req: EditRequest, before: str, after: str) -> EditPrompt:
     """The prompt for `req`, with the context already fitted (`fit_context`)."""
     lang = fence_language(req.path)
     fence = fence_for(req.region, req.before, req.after)
     path = req.path or "untitled"
-    region = req.region if req.region.endswith("\n") or not req.region else req.region + "\n"
+    region = dedent(req.region, region_margin(req.region))
+    region = region if region.endswith("\n") or not region else region + "\n"
     part = f"the part of {path}" if before or after else path
     intro = (f"Below is part of {path} and a change to make to it." if before or after
              else f"Below is {path} and a change to make.")
@@ -162,6 +197,8 @@ class EditText:
     def __init__(self, region: str, fence: str = "```", after: str = "") -> None:
         self.ends_with_newline = region.endswith("\n") or not region
         self.fence = fence  # a line that starts with it closes the block
+        self.margin = region_margin(region)  # put back at the start of each line written
+        self._at_start = True  # the next text shown starts a line
         # the file's next non-blank lines: the answer that writes them has run past its region
         self._after_head = [line for line in after.split("\n") if line.strip()][:AFTER_LINES]
         self.text = ""
@@ -236,8 +273,10 @@ class EditText:
         return stripped.startswith(self.fence) or (not stripped or self.fence.startswith(stripped))
 
     def _flush_line(self) -> str:
-        shown = self._newlines + self._line
+        line = self.margin + self._line if self._at_start and self._line else self._line
+        shown = self._newlines + line
         self._newlines, self._line, self._first = "", "", False
+        self._at_start = self._at_start and not line
         return shown
 
     def _end_line(self, out: list[str]) -> None:
@@ -254,6 +293,7 @@ class EditText:
         else:
             self._first = False
         self._newlines += "\n"
+        self._at_start = True
 
     def finish(self) -> str:
         """What is left to show once the answer has ended (by its fence, its end or a cut)."""
