@@ -12,8 +12,8 @@ import pytest
 from specterm.tui.edit.diff import EditDiff
 from specterm.tui.edit.region import target_for
 from specterm.tui.edit.review import EditReview
-from specterm.tui.widgets.highlight import highlight_map
 from specterm.tui.widgets.chat import Exchange
+from specterm.tui.widgets.highlight import highlight_map
 
 from .conftest import make_app, wait_for
 
