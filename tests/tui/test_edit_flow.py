@@ -166,6 +166,43 @@ async def test_the_diff_is_drawn_while_the_rewrite_streams(circle, settings_for,
         assert [row.kind for row in review.diff.rows] == ["removed", "removed", "added", "added", "pending"]
 
 
+async def test_what_the_screen_shows_while_streaming_is_the_diff(circle, settings_for, env):
+    """Each redraw asks for the rows that show something else, and only those: what the
+    screen then shows in the view is, row by row, the diff so far (no row left as it was),
+    while it streams and once it has ended."""
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+        editor = app.active_editor
+        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", lambda text: None, lambda: None)
+        await editor.parent.mount(review, after=editor)
+        view = review.view
+
+        async def screen_matches(what: str) -> None:
+            await pilot.pause(0.3)
+            strips = app.screen._compositor.render_strips()
+            box = view.content_region
+            for y in range(box.height):
+                line = strips[box.y + y].text[box.x:box.right]
+                look = view._row_look(int(view.scroll_offset.y) + y)
+                if look is not None:
+                    gutter = f"{look.number:>{editor.gutter_width - 1}} {look.mark}"
+                    assert line.startswith(gutter) and look.line.strip() in line, (what, y, look, line)
+
+        kinds = []
+        for text in ("def area(rad", "def area(radius):\n    res", "def area(radius):\n    result = 2 * ",
+                     "def area(radius):\n    result = 2 * radius\n    return result\n"):
+            review.stream_text(text)
+            await screen_matches(text)
+            kinds.append([row.kind for row in review.diff.rows])
+        assert kinds[0] == ["pending", "pending", "pending"]  # on its way to copy the first line
+        assert kinds[1] == ["same", "pending", "pending"]
+        assert kinds[2] == ["same", "added", "pending", "pending"]
+        review.finish("def area(radius):\n    result = 2 * radius\n    return result\n", cut=False)
+        await screen_matches("final")
+        assert [row.kind for row in review.diff.rows] == ["same", "removed", "added", "same"]
+
+
 async def test_streamed_colours_are_those_of_the_whole_text(circle, settings_for, env):
     """While it streams only the rewrite's tail is lexed again: at every step the colours equal
     a whole lex of the text so far (a docstring and a comment across the steps), and the final

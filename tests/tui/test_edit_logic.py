@@ -40,12 +40,18 @@ def test_hunks_and_every_combination_of_decisions_is_byte_exact():
 
 def test_streaming_keeps_unreached_lines_pending_not_removed():
     diff = EditDiff(OLD)
-    diff.update("def f(x):\n    a = 10\n    b", final=False)
+    diff.update("def f(x):\n    a = 10\n    c", final=False)
     kinds = [(row.kind, row.text) for row in diff.rows]
-    assert ("added", "    b") in kinds  # the line being written is shown
+    assert ("added", "    c") in kinds  # the line being written is shown: it left "    b = 2"
     assert [k for k, _ in kinds if k == "removed"] == ["removed"]  # "a = 1" only
     assert [t for k, t in kinds if k == "pending"] == ["    b = 2", "    return a + b"]
-    assert diff.newest_change() is not None
+    assert diff.rows[diff.frontier()].text == "    c"  # the view follows the line being written
+    diff.update("def f(x):\n    a = 10\n    b", final=False)  # on its way to copy "    b = 2"
+    assert [(row.kind, row.text) for row in diff.rows] == [
+        ("same", "def f(x):"), ("removed", "    a = 1"), ("added", "    a = 10"),
+        ("pending", "    b = 2"), ("pending", "    return a + b")]
+    assert diff.frontier() == 2
+    assert EditDiff(OLD).frontier() is None
 
 
 def test_a_rewrite_cut_at_its_length_limit_keeps_the_rest():

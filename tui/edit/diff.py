@@ -2,7 +2,9 @@
 
 Lines keep their "\\n", so the text a set of decisions gives is byte for byte the original where
 a hunk is rejected and the rewrite where it is accepted. While the rewrite streams, original lines
-past the point it has reached are "pending" (not yet rewritten), not removed.
+past the point it has reached are "pending" (not yet rewritten), not removed, and the line being
+written shows only once it differs from the original line it would copy (a copied line does not
+appear as added and then vanish again).
 """
 
 from __future__ import annotations
@@ -88,7 +90,9 @@ class EditDiff:
             self.hunks.append(Hunk(i1, i2, j1, j2))
             self.rows += [Row("removed", self.old[i].rstrip("\n"), i, h) for i in range(i1, i2)]
             self.rows += [Row("added", new[j].rstrip("\n"), j, h) for j in range(j1, j2)]
-        if partial is not None and not final:
+        if partial is not None and not final and not (
+                pending_from < len(self.old) and self.old[pending_from].startswith(partial)):
+            # a line being written is shown once it leaves the original line it would copy
             self.rows.append(Row("added", partial, len(new), None))
         self.rows += [Row("same" if final else "pending", self.old[i].rstrip("\n"), i)
                       for i in range(pending_from, len(self.old))]
@@ -97,12 +101,11 @@ class EditDiff:
     def changed(self) -> bool:
         return bool(self.hunks)
 
-    def newest_change(self) -> int | None:
-        """The row of the last added or removed line (the view follows it while streaming)."""
-        for at in range(len(self.rows) - 1, -1, -1):
-            if self.rows[at].kind in ("added", "removed"):
-                return at
-        return None
+    def frontier(self) -> int | None:
+        """The row of the last line the rewrite has reached (the view follows it while
+        streaming), None before the first."""
+        reached = [at for at, row in enumerate(self.rows) if row.kind != "pending"]
+        return reached[-1] if reached else None
 
     def hunk_row(self, hunk: int) -> int:
         """The first row of a hunk."""

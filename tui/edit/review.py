@@ -103,9 +103,9 @@ class EditReview(Vertical, can_focus=True):
             return
         self.diff.update(self._text, final=False)
         self.view.update_diff()
-        newest = self.diff.newest_change()
-        if newest is not None:
-            self.view.show_row(newest)
+        frontier = self.diff.frontier()
+        if frontier is not None:
+            self.view.follow_row(frontier)
         if self.first_change_at is None and self.diff.changed:  # a whole line that differs
             self.first_change_at = time.monotonic()
 

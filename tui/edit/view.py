@@ -5,7 +5,7 @@ the document itself changes only when the user accepts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..widgets.editor import CodeEditor
 
 MARKS = {"same": " ", "pending": " ", "removed": "-", "added": "+"}
+FOLLOW_ROOM_ROWS = 3  # rows kept below the newest change while following it
 GROW_ROWS = 32  # while the rewrite streams, the view's height grows by this many rows at a time
 STRIP_CACHE_ROWS = 2000  # drawn rows kept (cleared when full)
 RESTART_SEARCH_ROWS = 50  # how far back from the streamed end a lexer restart is looked for
@@ -43,6 +44,17 @@ def styled_line(line: str, ranges: list[Highlight], syntax_styles: dict[str, Sty
     return text
 
 
+class RowLook(NamedTuple):
+    """Everything a row's drawing depends on but the theme and the width."""
+
+    kind: str
+    number: str  # the line number in the gutter ("" for an added line)
+    mark: str
+    current: bool  # in the hunk being reviewed
+    line: str
+    ranges: tuple[Highlight, ...]
+
+
 class DiffView(ScrollView, can_focus=True):
     """Rows: the document's rows before the region, the diff's rows, the rows after it."""
 
@@ -59,6 +71,8 @@ class DiffView(ScrollView, can_focus=True):
         self._new_lexed = ""
         self._lexed_final = False
         self._strips: dict[tuple, Strip] = {}
+        self._painted: list[RowLook | None] = []  # the visible rows when last asked to redraw
+        self._painted_at = (-1, -1)  # (scroll offset, height) then
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -78,8 +92,17 @@ class DiffView(ScrollView, can_focus=True):
         rows = self.row_count
         if not self.diff.final:  # grown in steps: each new size is a layout of the whole screen
             rows = -(-rows // GROW_ROWS) * GROW_ROWS
-        self.virtual_size = Size(self.size.width, rows)
-        self.refresh()
+        size = Size(self.size.width, rows)
+        top, height = int(self.scroll_offset.y), self.size.height
+        keys = [self._row_look(top + y) for y in range(height)]
+        if size != self.virtual_size or (top, height) != self._painted_at or len(keys) != len(self._painted):
+            self.virtual_size = size
+            self.refresh()
+        else:  # only the rows that show something else (most only move while it streams)
+            for y, (key, was) in enumerate(zip(keys, self._painted)):
+                if key != was:
+                    self.refresh_lines(top + y)
+        self._painted, self._painted_at = keys, (top, height)
 
     def _lex_new(self) -> None:
         """Colours for the rewrite so far. While it streams the text only grows, so the lines
@@ -116,6 +139,14 @@ class DiffView(ScrollView, can_focus=True):
         y = self.diff_row_y(index)
         self.scroll_to_region(Region(0, y, 1, 3), animate=False, immediate=True, force=True)
 
+    def follow_row(self, index: int) -> None:
+        """While it streams: when the diff's row `index` nears the bottom or leaves the view, scroll
+        it to a third of the way down (a page at a time: every scroll redraws every row)."""
+        y, top, height = self.diff_row_y(index), int(self.scroll_offset.y), self.size.height
+        if top <= y < top + height - FOLLOW_ROOM_ROWS:
+            return
+        self.scroll_to(y=max(0, y - height // 3), animate=False, immediate=True, force=True)
+
     def on_mount(self) -> None:
         self.update_diff()
         self.scroll_to(y=max(0, self.target.start - max(1, self.editor.size.height // 4)), animate=False,
@@ -137,11 +168,23 @@ class DiffView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         """One row, drawn once: while the rewrite streams most rows only move (the view follows
         the newest line), so a row is kept by what it shows and drawn again only when that changes."""
-        row = y + self.scroll_offset.y
         width = self.size.width
+        look = self._row_look(y + self.scroll_offset.y)
+        if look is None:
+            return Strip.blank(width, self._styles()[0])
+        key = (width, id(self.editor._theme), self.app.theme, self.editor.gutter_width, self.editor.indent_width, look)
+        strip = self._strips.get(key)
+        if strip is None:
+            if len(self._strips) >= STRIP_CACHE_ROWS:
+                self._strips.clear()
+            strip = self._strips[key] = self._draw(look, width)
+        return strip
+
+    def _row_look(self, row: int) -> RowLook | None:
+        """What view row `row` shows; None past the end."""
         start, diff = self.target.start, self.diff
         if row >= self.row_count:
-            return Strip.blank(width, self._styles()[0])
+            return None
         if row < start or row >= start + len(diff.rows):
             doc_row = row if row < start else row - start - len(diff.rows) + self.target.end
             line, ranges = self.editor.document[doc_row], self.editor._highlights.get(doc_row, [])
@@ -156,27 +199,21 @@ class DiffView(ScrollView, can_focus=True):
             hunk = diff.hunks[entry.hunk] if entry.hunk is not None else None
             if hunk is not None and hunk.accepted is not None:
                 mark = "✓" if hunk.accepted else "✗"
-        key = (width, id(self.editor._theme), self.app.theme, self.editor.gutter_width, self.editor.indent_width, kind,
-               number, mark,
-               current, line, tuple(ranges))
-        strip = self._strips.get(key)
-        if strip is None:
-            if len(self._strips) >= STRIP_CACHE_ROWS:
-                self._strips.clear()
-            strip = self._strips[key] = self._draw(kind, number, mark, current, line, ranges, width)
-        return strip
+        return RowLook(kind, number, mark, current, line, tuple(ranges))
 
-    def _draw(self, kind: str, number: str, mark: str, current: bool, line: str, ranges: list[Highlight],
-              width: int) -> Strip:
+    def _draw(self, look: RowLook, width: int) -> Strip:
         base, gutter_style, syntax, background = self._styles()
         variables = self.app.theme_variables
-        text = styled_line(line, ranges, syntax)
+        kind, number, mark, current = look.kind, look.number, look.mark, look.current
+        text = styled_line(look.line, list(look.ranges), syntax)
         tint = None
         if kind == "added":
             tint = background.blend(Color.parse(variables.get("success", "green")), 0.22)
         elif kind == "removed":
             tint = background.blend(Color.parse(variables.get("error", "red")), 0.18)
             text.stylize(Style(dim=True, strike=True))
+        elif kind == "pending":  # not reached yet
+            text.stylize(Style(dim=True))
         line_style = base + Style(bgcolor=tint.rich_color) if tint is not None else base
         digits = max(1, self.editor.gutter_width - 1)  # (the editor draws its gutter one column in)
         mark_style = gutter_style + Style(reverse=True) if current else gutter_style
