@@ -7,7 +7,8 @@ selects the task's region, presses the edit key, types the instruction at `cps` 
 (the box reads the prompt meanwhile, as it does for a user) and presses Enter. Measured from Enter:
 the first changed line on screen (`first_change_ms`) and the end of the rewrite (`total_s`); then
 the edit is rejected (the buffer must be the file again). Afterwards the same requests run on the
-same engine with the UI idle, in the same order, and the in-app tokens/s is compared with those.
+same engine with the UI idle, in the same order, its session memory emptied and fed the same files
+first, and the in-app tokens/s is compared with those.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class _Run:
     request: EditRequest
     finished: Finished
     restored: bool
+    file_text: str  # the file as opened (the app's session drafter remembered it then)
 
 
 async def _until(pilot, done: Callable[[], bool], timeout: float, what: str) -> None:
@@ -131,7 +133,7 @@ class EditBench:
         await pilot.pause()
         return _Run(task.name, req.region.count("\n"), typed_s,
                     None if first is None else first - sent, ended - sent, request, finished,
-                    editor.text == original)
+                    editor.text == original, original)
 
     async def _report(self, app: SpectermApp, runs: list[_Run]) -> dict:
         engine = app.engine
@@ -139,7 +141,13 @@ class EditBench:
         tasks = []
         in_tokens = in_time = head_tokens = head_time = 0.0
         matched = 0
+        # The session drafter starts again from nothing and meets what it met in the app, in the
+        # app's order: each file as it was opened, then its edit (whose answer it learns). Re-run
+        # with the app's memory instead, an edit drafted from its own earlier answer, and the
+        # comparison measured that memory, not the UI.
+        await engine.forget_session()
         for run in runs:
+            await engine.remember(run.file_text)
             head: Finished | None = None
             async for event in engine.stream(run.request):
                 if isinstance(event, Finished):

@@ -166,9 +166,10 @@ class EditFlow:
             return
         self.history.add(instruction)
         editor, target = self._editor, self._target
-        self._close_box_keep()
-        if editor is not None and target is not None:
-            self._start(editor, target, instruction, f"Edit ({instruction[:40]})")
+        with self.app.batch_update():
+            if editor is not None and target is not None:
+                self._start(editor, target, instruction, f"Edit ({instruction[:40]})")
+            self._close_box_keep()
 
     def _close_box_keep(self) -> None:
         box, self.box = self.box, None
