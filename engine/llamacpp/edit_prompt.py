@@ -1,7 +1,8 @@
 """An edit's prompt in a local model's own tokens (engine/edit_prompt.py has the layout).
 
 Each piece is tokenized on its own, without parsing special tokens (a file's `<|im_end|>` stays
-text). So the tokens before the instruction do not depend on it (a prewarm reads them ahead), and
+text). So the tokens before the instruction do not depend on it (a prewarm reads them ahead, then
+the instruction's words as they are typed), and
 the region's tokens, with the fence that closes them, are where the edit drafter copies from.
 """
 
@@ -25,7 +26,7 @@ from ..requests import EditRequest
 class EditTokens:
     tokens: list[int]
     prompt: EditPrompt
-    warm: int  # tokens before the instruction: what a prewarm reads
+    warm: int  # tokens before the answer's header: what a prewarm reads (the instruction as given)
     region: tuple[int, int]  # the region's tokens in `tokens`, its closing fence included
     max_tokens: int
 
@@ -41,12 +42,11 @@ def build_edit_tokens(model: Model, req: EditRequest) -> EditTokens:
     tokens = [model.bos] if model.add_bos and model.bos >= 0 else []
     warm, region_at, region_end = 0, 0, 0
     for piece in prompt.pieces:
-        if piece.kind == "instruction":
-            warm = len(tokens)
         if piece.kind == "region":
             region_at = len(tokens)
         tokens += model.tokenize(piece.text)
         if piece.kind == "region":
             region_end = len(tokens) + len(model.tokenize(prompt.fence))
+    warm = len(tokens)
     tokens += model.tokenize(prompt.answer_start)
     return EditTokens(tokens, prompt, warm, (region_at, region_end), max_tokens)

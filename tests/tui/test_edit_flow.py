@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specterm.engine.edit_prompt import build_edit_prompt
 from specterm.tui.edit.diff import EditDiff
 from specterm.tui.edit.region import target_for
 from specterm.tui.edit.review import EditReview
@@ -201,6 +202,30 @@ async def test_what_the_screen_shows_while_streaming_is_the_diff(circle, setting
         review.finish("def area(radius):\n    result = 2 * radius\n    return result\n", cut=False)
         await screen_matches("final")
         assert [row.kind for row in review.diff.rows] == ["same", "removed", "added", "same"]
+
+
+async def test_the_instruction_is_read_as_it_is_typed(circle, settings_for, env):
+    """The box reads the prompt when it opens and then each word of the instruction once the next
+    one starts: Enter leaves the last word and the answer's header to read."""
+    app = make_app(settings_for(circle.parent), circle, env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot, app)
+
+        def reading() -> bool:
+            return any(w.group == "edit-prewarm" and not w.is_finished for w in app.workers)
+
+        await _open_box(pilot, app)
+        await _type(pilot, "rename result to value and add a")
+        await wait_for(pilot, lambda: not reading(), 60)
+        await _type(pilot, " docstring")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.edits.finished is not None, GENERATION_S)
+        request, stats = app.edits.request, app.edits.finished.stats
+        assert request.instruction == "rename result to value and add a docstring"
+        target = app.engine.target
+        header = build_edit_prompt(request, request.before, request.after).answer_start
+        last = len(target.tokenize(" a docstring")) + len(target.tokenize(header))
+        assert 0 < stats.prompt_tokens_decoded <= last, (stats.prompt_tokens_decoded, last)
 
 
 async def test_streamed_colours_are_those_of_the_whole_text(circle, settings_for, env):

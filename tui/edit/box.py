@@ -27,7 +27,8 @@ class InstructionHistory:
 
 
 class InstructionBox(Input):
-    """Input for one instruction; `on_send(text)` on Enter, `on_close()` on Esc."""
+    """Input for one instruction; `on_send(text)` on Enter, `on_close()` on Esc, `on_typed(text)`
+    as it changes."""
 
     DEFAULT_CSS = """
     InstructionBox { position: absolute; height: 3; border: tall $accent; background: $surface; }
@@ -39,11 +40,13 @@ class InstructionBox(Input):
     ]
 
     def __init__(self, history: InstructionHistory, on_send: Callable[[str], None],
-                 on_close: Callable[[], None], *, placeholder: str) -> None:
+                 on_close: Callable[[], None], *, placeholder: str,
+                 on_typed: Callable[[str], None] | None = None) -> None:
         super().__init__(placeholder=placeholder, id="edit-instruction")
         self.history = history
         self.on_send = on_send
         self.on_close = on_close
+        self.on_typed = on_typed
         self._at: int | None = None  # index in history while browsing
         self._typed = ""
 
@@ -67,6 +70,10 @@ class InstructionBox(Input):
             self._at = at
             self.value = items[at]
         self.cursor_position = len(self.value)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self.on_typed is not None:
+            self.on_typed(event.value)
 
     def action_close(self) -> None:
         self.on_close()

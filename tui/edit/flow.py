@@ -67,6 +67,8 @@ class EditFlow:
         self._target: EditTarget | None = None
         self._selection: Selection | None = None
         self._streaming = False
+        self._warmed = ""  # the instruction's words read ahead so far
+        self._context: tuple[EditTarget, str, str] | None = None  # the target and the file around it
 
     @property
     def active(self) -> bool:
@@ -116,7 +118,7 @@ class EditFlow:
         editor.selection = Selection(target.from_location, target.to_location)
         editor.scroll_to_region(Region(0, target.start, 1, target.end - target.start + BOX_ROWS),
                                 animate=False, immediate=True, force=True)
-        self.box = InstructionBox(self.history, self._send, self._close_box,
+        self.box = InstructionBox(self.history, self._send, self._close_box, on_typed=self._typed,
                                   placeholder=f"Edit {target.label}: what should change? (Enter sends, Esc closes)")
         y = max(0, min(target.end - int(editor.scroll_offset.y), editor.size.height - BOX_ROWS))
         self.box.styles.offset = (editor.gutter_width, y)
@@ -124,6 +126,7 @@ class EditFlow:
         _pane(editor).mount(self.box)
         self.box.focus()
         self.app.call_after_refresh(self._focus_box)
+        self._warmed = ""
         if self.app.engine is not None:  # read everything but the instruction while the user types it
             self.app.run_worker(self._prewarm(self._request("", target, editor)),
                                 group="edit-prewarm", exit_on_error=False)
@@ -133,8 +136,20 @@ class EditFlow:
         the completions' reads size their window (an edit may come before any completion)."""
         engine = self.app.engine
         read = await engine.prewarm(request, urgent=True) if engine is not None else None
-        if read is not None:
+        if read is not None and not request.instruction:
             self.app.completer.window.observe(len(request.before) + len(request.region) + len(request.after), read)
+
+    def _typed(self, value: str) -> None:
+        """The instruction so far: its words but the last (which may still grow) are read now,
+        so that Enter leaves only the last word and the answer's header to read."""
+        words = value.strip()
+        head = words.rsplit(None, 1)[0] if len(words.split()) > 1 else ""
+        editor, target = self._editor, self._target
+        if not head or head == self._warmed or editor is None or target is None or self.app.engine is None:
+            return
+        self._warmed = head
+        self.app.run_worker(self._prewarm(self._request(head, target, editor)), group="edit-prewarm",
+                            exit_on_error=False)
 
     def _focus_box(self) -> None:
         if self.box is not None:
@@ -202,9 +217,12 @@ class EditFlow:
         the region, in about the completions' read budget (their prefix window, measured from the
         engine's prompt reads): the box reads it while the instruction is typed, so on a slow CPU
         a whole file's context would still be reading when Enter is pressed."""
-        window = self.app.completer.window
-        # until a read was measured, the least window: a slow CPU would still be reading the rest
-        before, after = context_around(target, window.chars if window.rate is not None else MIN_WINDOW_CHARS)
+        if self._context is None or self._context[0] is not target:  # one context for the edit's reads
+            window = self.app.completer.window
+            # until a read was measured, the least window: a slow CPU would still be reading the rest
+            self._context = (target, *context_around(target, window.chars if window.rate is not None
+                                                     else MIN_WINDOW_CHARS))
+        _, before, after = self._context
         return EditRequest(instruction=instruction, region=target.region, before=before,
                            after=after, path=self._prompt_path(editor))
 
