@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from .drafters import Draft, Drafter
 
@@ -73,6 +73,16 @@ class Replacement:
         return self.held >= 2 and self.trusted
 
 
+class Place(NamedTuple):
+    """Where the rewrite is in the original: `position` (a source index), how many of the last
+    tokens written agree with the text before it, and whether it was found again after the
+    text had left the original (what was written in between may then be learned)."""
+
+    position: int
+    agreement: int
+    found_again: bool
+
+
 class OriginalFollower:
     """Follows the original as the rewrite advances (see the module docstring)."""
 
@@ -99,19 +109,21 @@ class OriginalFollower:
         self._ends: list[int] = []
         self._proposed_at = -1
         self._used: list[tuple[int, Replacement]] = []
-        self._searched = False  # the last locate looked for the place (the text had left the original)
 
     @property
     def pointer(self) -> int | None:
         """The index into the original (0: its first token) where the rewrite is; None while lost."""
         return None if self._lost else self._ptr - self.start
 
+    def _orig_at(self, r: Replacement, start: int) -> bool:
+        """The replacement's original is the source's text from `start`."""
+        return 0 <= start and tuple(self.source[start:start + len(r.orig)]) == r.orig
+
     def _replaced_before(self, history: Sequence[int], i: int, q: int) -> Replacement | None:
         """A confirmed replacement whose new tokens end history[:i] where its original ends source[:q]."""
         for r in self._by_repl_end.get(history[i - 1], ()):
-            n, m = len(r.repl), len(r.orig)
-            if (r.confirmed and n <= i and m <= q and tuple(history[i - n:i]) == r.repl
-                    and tuple(self.source[q - m:q]) == r.orig):
+            n = len(r.repl)
+            if r.confirmed and n <= i and tuple(history[i - n:i]) == r.repl and self._orig_at(r, q - len(r.orig)):
                 return r
         return None
 
@@ -153,20 +165,18 @@ class OriginalFollower:
         p = self._ends[grown - 1]
         return p if p >= 0 else None
 
-    def locate(self, history: Sequence[int]) -> tuple[int, int] | None:
-        """(position, agreement) of the place in the original that the text has reached, or None."""
+    def locate(self, history: Sequence[int]) -> Place | None:
+        """The place in the original that the text has reached, or None."""
         grown = len(history) - self._at
         expected = self._ptr + max(grown, 0)
-        self._searched = False
         if not self._lost and grown >= 0 and expected <= self.end and \
                 list(history[len(history) - grown:]) == self.source[self._ptr:expected]:
-            return expected, self.agreement(history, expected)  # still copying
+            return Place(expected, self.agreement(history, expected), found_again=False)  # still copying
         followed = self._followed_proposal(history)
-        if followed is not None:
-            return followed, self.agreement(history, followed)  # copying, a replacement included
+        if followed is not None:  # copying, a replacement included
+            return Place(followed, self.agreement(history, followed), found_again=False)
         if not history:
             return None
-        self._searched = True  # (the text left the original: what it wrote instead may be learned)
         best: tuple[int, int] | None = None  # (agreement, -distance)
         where = None
         near = list(self._by_last.get(history[-1], ()))
@@ -174,8 +184,7 @@ class OriginalFollower:
         # `agreement` counts no other through it and would give those places none)
         for r in self._by_repl_end.get(history[-1], ()):
             if r.confirmed and tuple(history[-len(r.repl):]) == r.repl:
-                m = len(r.orig)
-                near += [q for q in self._by_last.get(r.orig[-1], ()) if tuple(self.source[q - m:q]) == r.orig]
+                near += [q for q in self._by_last.get(r.orig[-1], ()) if self._orig_at(r, q - len(r.orig))]
         for p in near:
             if abs(p - expected) <= NEAR:
                 a = self.agreement(history, p)
@@ -189,7 +198,7 @@ class OriginalFollower:
                 key = (a, -abs(p - expected))
                 if a >= FAR_MIN and (best is None or key > best):
                     best, where = key, p
-        return None if where is None or best is None else (where, best[0])
+        return None if where is None or best is None else Place(where, best[0], found_again=True)
 
     def _learn(self, history: Sequence[int], p: int, a: int) -> None:
         """The text found the original again at p (its last `a` tokens agreeing) after leaving
@@ -220,7 +229,7 @@ class OriginalFollower:
 
     def _replacement_at(self, i: int) -> Replacement | None:
         for r in self._by_first.get(self.source[i], ()):
-            if r.trusted and tuple(self.source[i:i + len(r.orig)]) == r.orig:
+            if r.trusted and self._orig_at(r, i):
                 return r
         return None
 
@@ -235,14 +244,14 @@ class OriginalFollower:
             self._at, self._lost = len(history), True
             self._proposed_at = -1
             return [], 0
-        if self._searched:
-            self._learn(history, *found)
-        self._ptr, self._at, self._lost = found[0], len(history), False
+        if found.found_again:
+            self._learn(history, found.position, found.agreement)
+        self._ptr, self._at, self._lost = found.position, len(history), False
         self._anchor = (self._ptr, self._at)
         out: list[int] = []
         ends: list[int] = []
         used: list[tuple[int, Replacement]] = []
-        i = found[0]
+        i = found.position
         while len(out) < n_max and i < self.end:
             r = self._replacement_at(i)
             if r is not None and len(out) + len(r.repl) <= n_max:
@@ -257,7 +266,7 @@ class OriginalFollower:
                 i += 1
                 ends.append(i)
         self._proposed, self._ends, self._proposed_at, self._used = out, ends, len(history), used
-        return out, found[1]
+        return out, found.agreement
 
 
 class EditDrafter:
