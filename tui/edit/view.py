@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..widgets.editor import CodeEditor
 
 MARKS = {"same": " ", "pending": " ", "removed": "-", "added": "+"}
-FOLLOW_ROOM_ROWS = 3  # rows kept below the newest change while following it
+FOLLOW_ROOM_ROWS = 3  # rows kept below the rewrite's newest line while following it
 GROW_ROWS = 32  # while the rewrite streams, the view's height grows by this many rows at a time
 STRIP_CACHE_ROWS = 2000  # drawn rows kept (cleared when full)
 RESTART_SEARCH_ROWS = 50  # how far back from the streamed end a lexer restart is looked for
