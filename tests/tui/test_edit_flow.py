@@ -146,16 +146,22 @@ async def test_review_reject_all_per_hunk_accept_all_undo_and_save(circle, setti
         await wait_for(pilot, lambda: circle.read_text() == expected, 10)
 
 
+async def _review_of_area(app, on_done=lambda text: None) -> EditReview:
+    """A review of area() mounted in the editor's pane, as the flow mounts one, fed by the test."""
+    editor = app.active_editor
+    review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", on_done, lambda: None)
+    await editor.parent.mount(review, after=editor)
+    return review
+
+
 async def test_the_diff_is_drawn_while_the_rewrite_streams(circle, settings_for, env):
     """The first text at once, then batches while it streams: a changed first line shows before
     the rewrite ends (the lines it has not reached wait as pending, not removed)."""
     app = make_app(settings_for(circle.parent), circle, env)
     async with app.run_test(size=(120, 40)) as pilot:
         await _ready(pilot, app)
-        editor = app.active_editor
         ended: list[str | None] = []
-        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", ended.append, lambda: None)
-        await editor.parent.mount(review, after=editor)
+        review = await _review_of_area(app, ended.append)
         review.stream_text("def area(r")
         assert review.diff.new_text == "def area(r"  # drawn at once
         review.stream_text("def area(r):\n")
@@ -174,10 +180,9 @@ async def test_what_the_screen_shows_while_streaming_is_the_diff(circle, setting
     app = make_app(settings_for(circle.parent), circle, env)
     async with app.run_test(size=(120, 40)) as pilot:
         await _ready(pilot, app)
-        editor = app.active_editor
-        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", lambda text: None, lambda: None)
-        await editor.parent.mount(review, after=editor)
+        review = await _review_of_area(app)
         view = review.view
+        digits = review.editor.gutter_width - 1
 
         async def screen_matches(what: str) -> None:
             await pilot.pause(0.3)
@@ -187,7 +192,7 @@ async def test_what_the_screen_shows_while_streaming_is_the_diff(circle, setting
                 line = strips[box.y + y].text[box.x:box.right]
                 look = view._row_look(int(view.scroll_offset.y) + y)
                 if look is not None:
-                    gutter = f"{look.number:>{editor.gutter_width - 1}} {look.mark}"
+                    gutter = f"{look.number:>{digits}} {look.mark}"
                     assert line.startswith(gutter) and look.line.strip() in line, (what, y, look, line)
 
         kinds = []
@@ -238,17 +243,15 @@ async def test_streamed_colours_are_those_of_the_whole_text(circle, settings_for
     app = make_app(settings_for(circle.parent), circle, env)
     async with app.run_test(size=(120, 40)) as pilot:
         await _ready(pilot, app)
-        editor = app.active_editor
-        review = EditReview(editor, target_for(editor.document.lines, 3, 6), "Edit", lambda text: None, lambda: None)
-        await editor.parent.mount(review, after=editor)
-        view = review.view
+        review = await _review_of_area(app)
+        view, lexer = review.view, review.editor._lexer
         for end in range(1, len(rewrite) + 1, 7):
             review.diff.update(rewrite[:end], final=False)
             view.update_diff()
-            assert view._new_highlights == dict(highlight_map(editor._lexer, rewrite[:end])), rewrite[:end]
+            assert view._new_highlights == dict(highlight_map(lexer, rewrite[:end])), rewrite[:end]
         review.diff.update(rewrite, final=True)
         view.update_diff()
-        assert view._new_highlights == dict(highlight_map(editor._lexer, rewrite))
+        assert view._new_highlights == dict(highlight_map(lexer, rewrite))
 
 
 async def test_box_history_empty_instruction_no_region_and_escape_mid_stream(circle, project, settings_for, env):
