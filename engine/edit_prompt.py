@@ -198,7 +198,6 @@ class EditText:
         self.ends_with_newline = region.endswith("\n") or not region
         self.fence = fence  # a line that starts with it closes the block
         self.margin = region_margin(region)  # put back at the start of each line written
-        self._at_start = True  # the next text shown starts a line
         # the file's next non-blank lines: the answer that writes them has run past its region
         self._after_head = [line for line in after.split("\n") if line.strip()][:AFTER_LINES]
         self.text = ""
@@ -273,10 +272,10 @@ class EditText:
         return stripped.startswith(self.fence) or (not stripped or self.fence.startswith(stripped))
 
     def _flush_line(self) -> str:
-        line = self.margin + self._line if self._at_start and self._line else self._line
+        at_start = bool(self._newlines) or not self.text  # nothing of this line shown yet
+        line = self.margin + self._line if at_start and self._line else self._line
         shown = self._newlines + line
         self._newlines, self._line, self._first = "", "", False
-        self._at_start = self._at_start and not line
         return shown
 
     def _end_line(self, out: list[str]) -> None:
@@ -293,7 +292,6 @@ class EditText:
         else:
             self._first = False
         self._newlines += "\n"
-        self._at_start = True
 
     def finish(self) -> str:
         """What is left to show once the answer has ended (by its fence, its end or a cut)."""

@@ -104,8 +104,7 @@ class EditDiff:
     def frontier(self) -> int | None:
         """The row of the last line the rewrite has reached (the view follows it while
         streaming), None before the first."""
-        reached = [at for at, row in enumerate(self.rows) if row.kind != "pending"]
-        return reached[-1] if reached else None
+        return next((at for at in range(len(self.rows) - 1, -1, -1) if self.rows[at].kind != "pending"), None)
 
     def hunk_row(self, hunk: int) -> int:
         """The first row of a hunk."""

@@ -95,7 +95,7 @@ class DiffView(ScrollView, can_focus=True):
         size = Size(self.size.width, rows)
         top, height = int(self.scroll_offset.y), self.size.height
         keys = [self._row_look(top + y) for y in range(height)]
-        if size != self.virtual_size or (top, height) != self._painted_at or len(keys) != len(self._painted):
+        if size != self.virtual_size or (top, height) != self._painted_at:
             self.virtual_size = size
             self.refresh()
         else:  # only the rows that show something else (most only move while it streams)
