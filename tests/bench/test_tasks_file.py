@@ -125,7 +125,7 @@ def test_cli_runs_a_tasks_file_of_every_kind(bench, tmp_path: Path):
     assert "speculative telemetry" in r.err and "num_drafts" in r.err
 
 
-def test_the_stdlib_edit_tasks_parse_as_edits_of_whole_files_and_of_regions():
+def test_the_stdlib_edit_tasks_parse_as_edits_of_whole_files_of_regions_and_of_methods():
     import subprocess
     import sys
     from pathlib import Path
@@ -139,8 +139,11 @@ def test_the_stdlib_edit_tasks_parse_as_edits_of_whole_files_and_of_regions():
     assert len(whole) >= 8 and all(isinstance(t.request, EditRequest) and not t.request.before for t in whole)
     regions = parse_tasks_file(run("region").stdout)
     assert len(regions) == 3
-    for task in regions:
+    methods = parse_tasks_file(run("methods").stdout)
+    assert len(methods) == 10 and len({t.name for t in methods}) == 10
+    for task in regions + methods:
         req = task.request
-        assert req.before.endswith("\n") and req.after and req.region.lstrip().startswith("def ")
+        assert req.before.endswith("\n") and req.after and req.region.startswith("    def ")
+    assert all(12 <= t.request.region.count("\n") <= 60 for t in methods)
     bad = run("nonsense")
     assert bad.returncode == 2 and "usage" in bad.stderr and bad.stdout == ""
