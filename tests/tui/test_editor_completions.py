@@ -257,6 +257,32 @@ async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_pat
         assert not editor.completion_pending  # (a move alone asks for no suggestion)
 
 
+async def test_a_find_reads_the_place_it_lands_on_while_the_bar_is_still_open(tmp_path, settings_for, env):
+    """ctrl+f, a word, Enter: the match is selected and the cursor stands at its end. A person then
+    leaves the bar and types there; the read of that place starts when the find lands, not at the
+    first key after the bar closes."""
+    from specterm.engine.drafters import common_prefix
+
+    (tmp_path / "long.py").write_text("".join(f"{i}\n" for i in range(700)))
+    app = make_app(settings_for(tmp_path, **{"completion.debounce_ms": 60000}), tmp_path / "long.py", env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, app.engine_ready.is_set)
+        await wait_for(pilot, lambda: app.completer.ready, timeout=55)
+        await wait_for(pilot, lambda: not any(w.group == "prewarm" for w in app.workers), timeout=55)
+        editor = app.active_editor
+        await pilot.press("ctrl+f", "6", "5", "0", "enter")
+        assert not editor.selection.is_empty and editor.selection.end == (650, 3)
+        assert not editor.has_focus  # (the find bar still has it)
+
+        def left_to_read() -> int:  # of what a request there would read now
+            request = app.completer.build_request(*editor.prefix_suffix(), str(editor.path))
+            fp = app.engine._fim_prompt(request, request.max_tokens)
+            return fp.warm - common_prefix(app.engine.decoder.cached, fp.tokens)
+
+        await wait_for(pilot, lambda: left_to_read() <= 0, timeout=55)
+        assert user_requests(app) == 0  # the prewarm, not a request, read it
+
+
 async def test_typing_before_a_moves_read_started_starts_it(tmp_path, settings_for, env, monkeypatch):
     """A person moves and types at once: the first edit starts the move's read of the new place
     (not the move's timer, here longer than the test), so the read runs while the typing pause

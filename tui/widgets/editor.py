@@ -66,8 +66,10 @@ class CodeEditor(CodeArea):
             self.text = text
 
     class Moved(Message):
-        """The cursor moved without an edit (keys or the mouse): a request there follows the
-        typing pause, so its prompt can be read now (the Prewarmer reads it)."""
+        """The cursor moved without an edit (keys, the mouse, a find that selected its match): a
+        request there follows the typing pause, so its prompt can be read now (the Prewarmer
+        reads it). A selection's moving end counts: a find leaves its match selected until the
+        user leaves the bar and types on that line, and its read should start when it lands."""
 
         def __init__(self, editor: "CodeEditor") -> None:
             super().__init__()
@@ -263,7 +265,7 @@ class CodeEditor(CodeArea):
         super()._watch_selection(previous_selection, selection)
         if self._editing or not self.is_mounted or previous_selection == selection:
             return
-        if self.suggest.moved(selection.end, selection.is_empty) and selection.is_empty:
+        if self.suggest.moved(selection.end, selection.is_empty):
             self.post_message(self.Moved(self))
 
     def _on_blur(self, event: events.Blur) -> None:
