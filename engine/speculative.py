@@ -318,9 +318,15 @@ class SpeculativeDecoder:
             return int(np.where(mask, logits, -np.inf).argmax())
         return sample(distribution(logits, sampling, mask), rng)
 
-    def _heal_mask(self, heal: bytes, no_blank_after: bool = False) -> np.ndarray:
+    def prepare_healing(self) -> None:
+        """Build what token healing scans (every token's bytes, sorted) now, where a load can pay
+        for it, rather than in the first completion a user waits for."""
         if self._heal_index is None:
             self._heal_index = HealIndex(self.target.pieces())
+
+    def _heal_mask(self, heal: bytes, no_blank_after: bool = False) -> np.ndarray:
+        self.prepare_healing()
+        assert self._heal_index is not None
         return self._heal_index.mask(heal, no_blank_after=no_blank_after)
 
     # -- the loop --------------------------------------------------------------------------------

@@ -228,6 +228,7 @@ class LocalEngine:
             self.target = None
             raise
         self.decoder = SpeculativeDecoder(self.target, drafter, self.settings.speculative)
+        self.decoder.prepare_healing()
         self._update_info(drafter)
         progress("ready", 1.0)
 

@@ -73,6 +73,16 @@ def test_prefix_ending_in_spaces_does_not_double_the_indentation(models, engine_
     assert text.strip() and not text[0].isspace(), repr(text)
 
 
+def test_the_heal_index_is_built_with_the_engine_not_by_the_first_completion(models, engine_factory):
+    """Scanning the whole vocabulary is the load's work: the first suggestion after the app
+    starts (or after a jump) must not wait for it."""
+    eng = engine_factory(models.demo, "none")
+    index = eng.decoder._heal_index
+    assert index is not None
+    text = eng.run(CompletionRequest(prefix="def add(a, b):\n    ret", suffix="\n", max_tokens=4)).text
+    assert text and eng.decoder._heal_index is index
+
+
 def test_heal_index_allows_exactly_the_tokens_that_agree_with_the_healed_text():
     pieces = [b"", b"\n", b"\n   ", b"\n    ", b"\n     ", b"\n    x", b" return", b"return", b"  y"]
     idx = HealIndex(pieces)
