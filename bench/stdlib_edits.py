@@ -82,7 +82,7 @@ def region_tasks() -> list[dict]:
 
 def method_tasks(count: int = 10) -> list[dict]:
     rng = random.Random(11)
-    out = []
+    out: list[dict] = []
     for name in METHODS:
         path = LIB / name
         if not path.is_file() or len(out) == count:
