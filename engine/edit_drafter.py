@@ -17,10 +17,12 @@ as often as it keeps the original; once it held at a second place, text that wen
 counts as agreeing with the region.
 
 `EditDrafter` puts the follower in front of the free drafter the engine has (the session drafter
-or prompt lookup, alone or a hybrid's free part): the follower's guess when it has one, the free
-drafter's otherwise; in a hybrid the draft model continues where the copy stops agreeing, as it
-does after any free guess. The loop puts it in front for a request that carries a prediction.
-The target still decides every token: this changes only what is drafted.
+or prompt lookup, alone or a hybrid's free part): the follower's guess where the rewrite has agreed
+with the region for a few tokens, else whichever guess agrees longer with its source (the rewrite
+may have left the region for text found elsewhere, which the free drafter follows); in a hybrid
+the draft model continues where the copy stops agreeing, as it does after any free guess. The
+loop puts it in front for a request that carries a prediction. The target still decides every
+token: this changes only what is drafted.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ CLOSE = 8  # ... one where it is within this many tokens (a replaced word: the c
 FAR_MIN = 3  # and anywhere else it takes three (a common token alone is noise)
 SUB_ORIG_MAX = 4  # a replacement is learned where at most this many original tokens ...
 SUB_REPL_MAX = 8  # ... gave way to at most this many new ones (a renamed name, a changed call)
+WEAK_AGREEMENT = 4  # a copy that agreed for fewer tokens yields to a free guess that agreed longer
 
 
 @dataclass(frozen=True)
@@ -270,9 +273,10 @@ class OriginalFollower:
 
 
 class EditDrafter:
-    """The follower's guess first, then the free drafter's (`inner`); the Drafter verbs of a free
-    drafter, forwarded to `inner` for its own drafts. Its guesses cost nothing and are usually right
-    where the rewrite copies: the loop judges those it did not send (`judge_unsent`)."""
+    """The follower's guess first, the free drafter's (`inner`) where the copy is weak or has none;
+    the Drafter verbs of a free drafter, forwarded to `inner` for its own drafts. Its guesses cost
+    nothing and are usually right where the rewrite copies: the loop judges those it did not send
+    (`judge_unsent`)."""
 
     judge_unsent = True
 
@@ -292,12 +296,15 @@ class EditDrafter:
     def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         tokens, match = self.follower.propose(history, n_max)
-        if tokens:
-            self._inner_drafted = False
-            return Draft(tokens=tokens, match=max(match, 1), sources=["original"] * len(tokens),
-                         time_s=time.perf_counter() - t0)
-        self._inner_drafted = True
-        return self.inner.draft(history, n_max, sampling, rng, window)
+        other = None
+        if not tokens or match < WEAK_AGREEMENT:  # a weak copy: a free guess may agree longer
+            other = self.inner.draft(history, n_max, sampling, rng, window)
+            if not tokens or other.match > match:
+                self._inner_drafted = True
+                return other
+        self._inner_drafted = False
+        return Draft(tokens=tokens, match=max(match, 1), sources=["original"] * len(tokens),
+                     time_s=time.perf_counter() - t0)
 
     def parts(self) -> tuple[Drafter | None, Drafter | None]:
         return self, None

@@ -147,3 +147,34 @@ def test_a_long_rewrite_is_not_learned_as_a_replacement():
     history += [12, 13]
     f.propose(history, 2)
     assert f.replacements == {}
+
+
+def test_a_weak_copy_yields_to_a_free_guess_that_agrees_longer():
+    """Where the rewrite left the region for text found elsewhere in the prompt and touches the
+    original again by one token, the copy's guess rests on that one token; prompt lookup's on
+    all the text it followed. The longer agreement drafts; a copy that agrees for long is kept."""
+    import numpy as np
+
+    from specterm.engine.drafters import LookupDrafter
+    from specterm.engine.edit_drafter import WEAK_AGREEMENT, EditDrafter
+    from specterm.engine.settings import SamplingSettings
+
+    other = [500, 501, 502, 503, 110, 600, 601, 602, 603]  # code before the region, in the prompt
+    prompt = HEAD + other + REGION + FENCE + [5, 6, 7]
+    start = len(HEAD) + len(other)
+    inner = LookupDrafter()
+    drafter = EditDrafter(OriginalFollower(Prediction(prompt, start, start + len(REGION) + len(FENCE)), len(prompt)),
+                          inner)
+    drafter.begin(prompt)
+    args = (SamplingSettings(temperature=0.0), np.random.default_rng(0))
+
+    copying = prompt + REGION[:10]
+    strong = drafter.draft(copying, 4, *args)
+    assert strong.tokens == REGION[10:14] and strong.sources == ["original"] * 4
+    assert strong.match >= WEAK_AGREEMENT
+
+    left = copying + other[:5]  # the rewrite writes the other code, which reaches token 110
+    assert drafter.follower.propose(left, 4) == (REGION[11:15], 1)  # the copy: one token agrees
+    weak = drafter.draft(left, 4, *args)
+    assert weak.tokens == other[5:9] and weak.sources != ["original"] * 4
+    assert weak.match >= len(other[:5])
