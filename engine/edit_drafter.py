@@ -296,7 +296,6 @@ class EditDrafter:
     def draft(self, history, n_max, sampling, rng, window=None) -> Draft:
         t0 = time.perf_counter()
         tokens, match = self.follower.propose(history, n_max)
-        other = None
         if not tokens or match < WEAK_AGREEMENT:  # a weak copy: a free guess may agree longer
             other = self.inner.draft(history, n_max, sampling, rng, window)
             if not tokens or other.match > match:
