@@ -123,7 +123,10 @@ def type_at_once(session: str, text: str) -> None:
 
 
 def editor_rows(rows: list[str]) -> list[str]:
-    return rows[1:SIZE[1] - 3]  # the header above, the status bar and footer below
+    """The rows from the file's tab to the editor's last: not the status bar and footer below. The
+    last of them counts: a find that moves down leaves its line one row above it, so Enter puts the
+    typed line and its suggestion there."""
+    return rows[1:SIZE[1] - 2]
 
 
 def pick_places(text: str, count: int, seed: int) -> list[int]:
