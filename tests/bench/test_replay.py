@@ -36,7 +36,8 @@ def test_replay_of_a_small_file_reports_every_key_with_numbers(bench, tmp_path: 
         data["requests"] + data["prefetches"] + data["alternatives"])  # every kind the app ran
     assert _number(data["in_app_drafted"]) and _number(data["headless_drafted"])
     assert data["text_matches"] is True  # typed and accepted text is exactly the file
-    assert data["typed_chars"] + data["accepted_chars"] >= len(SMALL) - 8  # (auto-indent aside)
+    # (auto-indent aside, and the last line break: the open line the region left has it)
+    assert data["typed_chars"] + data["accepted_chars"] >= len(SMALL) - 1 - 8
     assert data["vanished"] == 0, data["vanished_examples"]
     assert data["regions"] == 1 and data["file_chars"] == len(SMALL)  # a small file: all of it
     assert data["pauses"] >= 1 and data["requests"] >= 1
@@ -106,3 +107,25 @@ def test_regions_are_whole_lines_spread_over_the_file_within_the_budget():
         assert r.end == len(text) or text[r.end - 1] == "\n"
     assert pick_regions(text, ReplayOptions(full=True)) == [type(regions[0])(0, len(text))]
     assert pick_regions(text, ReplayOptions(seed=1)) != regions  # the seed picks other lines
+
+
+def test_each_region_leaves_an_open_line_and_typing_it_back_gives_the_file():
+    """The copy keeps an empty line where each region was, so the regions are typed as new code
+    is written, with nothing after the cursor on its line (where suggestions are asked for)."""
+    from specterm.tui.bench.replay import ReplayOptions, open_lines, pick_regions
+
+    text = "".join(f"def function_{i}(value):\n    return value * {i}\n\n" for i in range(600))[:25_000]
+    regions = pick_regions(text, ReplayOptions())
+    copy = open_lines(text, regions)
+    assert len(copy) == len(text) - sum(r.typed_end(text) - r.start for r in regions)
+    rebuilt = copy
+    for r in regions:  # type each region back, in order: the regions before it are the file's again
+        at = r.start
+        line_after = rebuilt[at:].split("\n", 1)[0]
+        assert line_after == "" and (at == 0 or rebuilt[at - 1] == "\n")  # an empty line, the cursor at its start
+        rebuilt = rebuilt[:at] + text[r.start:r.typed_end(text)] + rebuilt[at:]
+    assert rebuilt == text
+    # a region at the end of a file without a last line break is typed whole
+    tail = "x = 1\ny = 2"
+    last = type(regions[0])(6, len(tail))
+    assert last.typed_end(tail) == len(tail) and open_lines(tail, [last]) == "x = 1\n"

@@ -2,8 +2,11 @@
 measures what its completions are worth.
 
 The app (Textual's run_test/Pilot, the engine the settings choose) opens a copy of FILE with some
-regions blanked out (`--full`: all of it) and types each region back at a human pace (`--cps`
-characters a second, a pause at every line end). A simulated user presses Tab when the shown
+regions taken out (`--full`: all of it), each leaving an open line, and types each region back there
+at a human pace (`--cps` characters a second, a pause at every line end). An open line, as a person
+who writes new code opens one: typed in front of the code that follows, on its line, each pause
+would have that code after the cursor, where no suggestion is asked for unless the user asks
+(`max_line_suffix`). A simulated user presses Tab when the shown
 suggestion is what the file says next, End when its first line is, ctrl+right when only its
 first word is. Time is measured from the keystroke; a suggestion taken whole (Tab, or line by line
 or word by word to its end) is an accept, and the time to the next suggestion after it is
@@ -83,6 +86,21 @@ class ReplayOptions:
 class Region:
     start: int  # character offsets into the file
     end: int
+
+    def typed_end(self, text: str) -> int:
+        """Where typing the region stops: before its last line break, which the open line left
+        in the copy already."""
+        return self.end - 1 if self.end > self.start and text[self.end - 1] == "\n" else self.end
+
+
+def open_lines(text: str, regions: list[Region]) -> str:
+    """The copy the app opens: `text` without each region's typed part (an open line where a
+    region of whole lines was)."""
+    kept, at = [], 0
+    for r in regions:
+        kept.append(text[at:r.start])
+        at = r.typed_end(text)
+    return "".join(kept) + text[at:]
 
 
 def pick_regions(text: str, opts: ReplayOptions) -> list[Region]:
@@ -254,8 +272,7 @@ class Replay:
 
     async def run(self) -> dict:
         regions = pick_regions(self.text, self.opts)
-        blanked = "".join(self.text[(regions[i - 1].end if i else 0):r.start]
-                          for i, r in enumerate(regions)) + self.text[regions[-1].end:]
+        blanked = open_lines(self.text, regions)
         folder = Path(tempfile.mkdtemp(prefix="specterm-replay-"))
         try:
             copy = folder / self.path.name
@@ -310,10 +327,11 @@ class Replay:
         editor.move_cursor(self._location(region.start))
         editor.action_complete()  # a move alone asks for nothing: a user there asks (ctrl+space)
         self.watch.handled()
-        await self._pause(pilot, editor, at, ahead=self.text[region.start:region.end], jump=True)
+        end = region.typed_end(self.text)
+        await self._pause(pilot, editor, at, ahead=self.text[region.start:end], jump=True)
         i = region.start
-        while i < region.end:
-            want = self.text[i:region.end]
+        while i < end:
+            want = self.text[i:end]
             ghost = editor.ghost_text
             # What a key takes is what is on screen when it arrives: while the suggestion still
             # streams, it may have grown by then, so Tab waits for its end and a word must be
@@ -339,12 +357,12 @@ class Replay:
             self.tally.typed += 1
             i += 1
             if ch == "\n":
-                i += await self._fix_indent(pilot, editor, self.text[i:region.end].split("\n", 1)[0])
-            line_end = i >= region.end or ch == "\n"  # (i is past the new line's indentation)
+                i += await self._fix_indent(pilot, editor, self.text[i:end].split("\n", 1)[0])
+            line_end = i >= end or ch == "\n"  # (i is past the new line's indentation)
             if line_end:  # timed from the last key (indentation fixed after Enter included)
                 last = self.watch.last_key
                 await self._pause(pilot, editor, last, through and last == at,
-                                  ahead=self.text[i:region.end])
+                                  ahead=self.text[i:end])
             else:
                 await asyncio.sleep(max(0.0, gap - (time.monotonic() - at)))
 
