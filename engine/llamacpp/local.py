@@ -75,6 +75,10 @@ REMEMBER_PIECE_CHARS = 16 * 1024
 # A remembered text this long hands the freed heap back: indexing it frees a few MB of tokenizer
 # and numpy temporaries on the worker thread, which glibc otherwise keeps in that thread's arena.
 TRIM_AFTER_TOKENS = 4096
+# A prompt read at load, timed (SpeculativeDecoder.measure_read): code, as prompts are.
+READ_PROBE = ("def total(values):\n    result = 0\n    for value in values:\n        result += value\n"
+              "    return result\n")
+READ_PROBE_TOKENS = 32
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
@@ -229,6 +233,7 @@ class LocalEngine:
             raise
         self.decoder = SpeculativeDecoder(self.target, drafter, self.settings.speculative)
         self.decoder.prepare_healing()
+        self.decoder.measure_read(self.target.tokenize(READ_PROBE * 4)[:READ_PROBE_TOKENS])
         self._update_info(drafter)
         progress("ready", 1.0)
 

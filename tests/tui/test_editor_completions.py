@@ -236,8 +236,11 @@ async def test_the_prefix_window_of_a_long_file_keeps_its_start_line_after_line(
 
 async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_path, settings_for, env):
     """After a jump past what the KV cache holds (a click, ctrl+end, a search), the new place's
-    prompt start is read at once, while the typing pause runs, not by the request after it."""
-    from specterm.engine.llamacpp.fim_prompt import build_fim_prompt
+    prompt start is read at once, while the typing pause runs, not by the request after it: the
+    prompt that request would read (its first read bounded by what a read costs, measured at
+    load)."""
+    from specterm.engine.drafters import common_prefix
+    from specterm.engine.llamacpp.fim_prompt import FirstRead, build_fim_prompt
 
     text = "".join(f"{i}\n" for i in range(700))  # short rows: a prompt of ~1,000 tokens at row 650
     (tmp_path / "long.py").write_text(text)
@@ -249,9 +252,12 @@ async def test_a_cursor_jump_reads_the_new_place_before_the_typing_pause(tmp_pat
         editor.move_cursor((650, 0))  # its prompt starts at row 300: nothing of it is cached
         prefix, suffix = editor.prefix_suffix()
         request = app.completer.build_request(prefix, suffix, str(editor.path))
-        fp = build_fim_prompt(app.engine.target, request, request.max_tokens)
+        cost = app.engine.decoder.policy.costs.read_cost()
+        assert cost is not None  # measured at load
+        held = list(app.engine.decoder.cached)
+        fp = build_fim_prompt(app.engine.target, request, request.max_tokens, FirstRead(held, cost[1], cost[0]))
         want = fp.tokens[: fp.warm]
-        assert len(want) > 300
+        assert len(want) - common_prefix(held, want) > 16  # a read's worth the cache lacks
         await wait_for(pilot, lambda: app.engine.decoder.cached[: len(want)] == want, timeout=55)
         assert user_requests(app) == 0  # the prewarm, not a request, read it
         assert not editor.completion_pending  # (a move alone asks for no suggestion)
@@ -382,10 +388,12 @@ async def test_the_prefix_window_follows_what_the_engine_reads(tmp_path, setting
 
     from specterm.tui.suggest.completer import MIN_WINDOW_CHARS, PREFIX_CHARS, STICKY
 
-    body = "".join(f"def helper_{i}(value):\n    return value * {i}\n\n\n" for i in range(200))
+    # one long line: a first read's window starts at a line's start, so however little the budget
+    # allows, the request reads all of it
+    body = "TABLE = [" + ", ".join(f"'entry {i}'" for i in range(300)) + "]\n"
     path = tmp_path / "long.py"
     path.write_text(body)
-    # automatic completions off: nothing reads ahead, the request reads its whole window
+    # automatic completions off: nothing reads ahead, the request reads its window itself
     app = make_app(settings_for(tmp_path, **{"completion.auto": False}), path, env)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, app.engine_ready.is_set)
