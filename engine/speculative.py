@@ -329,6 +329,7 @@ class SpeculativeDecoder:
         known before the first request, whose first read after a move it bounds (fim_prompt.py).
         Without it the first request of a session read its whole prefix window (seconds on a
         small CPU) wherever the user had gone. A no-op once a read was measured."""
+        tokens = tokens[: self.target.n_ctx // 2]  # (a context of a few tokens is allowed)
         if not tokens or self.policy.costs.read_cost() is not None:
             return
         self.forget()
