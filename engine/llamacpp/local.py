@@ -248,6 +248,7 @@ class LocalEngine:
         session = session_drafter(drafter)
         dm = draft_model(drafter)
         draft_layers = dm.gpu_layers if dm is not None else 0
+        read = self.decoder.policy.costs.read_cost() if self.decoder is not None else None
         self.info = EngineInfo(
             target_name=t.name,
             draft_name=drafter.name,
@@ -260,6 +261,7 @@ class LocalEngine:
             chat_template=t.chat_template is not None,
             backend="local",
             alternatives=True,
+            read_tokens_per_s=1.0 / read[1] if read is not None and read[1] > 0 else None,
             notes=(session.store_note,) if session is not None and session.store_note else (),
         )
 
