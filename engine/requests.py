@@ -144,6 +144,5 @@ class EngineInfo:
     chat_template: bool = False
     backend: str = "local"
     alternatives: bool = False  # answers CompletionRequest.first_token_rank > 0
-    read_tokens_per_s: float | None = None  # a prompt read's rate, timed at load (None: not known)
     extra: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # lines to show the user once (what a saved session memory did)

@@ -324,20 +324,6 @@ class SpeculativeDecoder:
         if self._heal_index is None:
             self._heal_index = HealIndex(self.target.pieces())
 
-    def measure_read(self, tokens: list[int]) -> None:
-        """Read `tokens` as a prompt once, time it, and forget them: what a read costs is then
-        known before the first request, whose first read after a move it bounds (fim_prompt.py).
-        Without it the first request of a session read its whole prefix window (seconds on a
-        small CPU) wherever the user had gone. A no-op once a read was measured."""
-        tokens = tokens[: self.target.n_ctx // 2]  # (a context of a few tokens is allowed)
-        if not tokens or self.policy.costs.read_cost() is not None:
-            return
-        self.forget()
-        t0 = time.perf_counter()
-        self.target.decode_prompt(tokens, 0)
-        self.policy.observe_prompt(len(tokens), time.perf_counter() - t0)
-        self.target.clear()
-
     def _heal_mask(self, heal: bytes, no_blank_after: bool = False) -> np.ndarray:
         self.prepare_healing()
         assert self._heal_index is not None

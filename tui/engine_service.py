@@ -54,7 +54,6 @@ class EngineService:
             app.chat.engine_failed(app.status_model.message)
             return
         app.completer.engine = engine
-        app.completer.window.seed(engine.info.read_tokens_per_s)
         app.chat.set_engine(engine)
         app.status_model.update_info(engine.info, demo=app.settings.demo)
         app.status_model.state = "idle"

@@ -75,10 +75,6 @@ REMEMBER_PIECE_CHARS = 16 * 1024
 # A remembered text this long hands the freed heap back: indexing it frees a few MB of tokenizer
 # and numpy temporaries on the worker thread, which glibc otherwise keeps in that thread's arena.
 TRIM_AFTER_TOKENS = 4096
-# A prompt read at load, timed (SpeculativeDecoder.measure_read): code, as prompts are.
-READ_PROBE = ("def total(values):\n    result = 0\n    for value in values:\n        result += value\n"
-              "    return result\n")
-READ_PROBE_TOKENS = 32
 PREFILL_PIECE = 128  # a completion's prompt is decoded in pieces this long, stoppable between them
 
 
@@ -233,7 +229,6 @@ class LocalEngine:
             raise
         self.decoder = SpeculativeDecoder(self.target, drafter, self.settings.speculative)
         self.decoder.prepare_healing()
-        self.decoder.measure_read(self.target.tokenize(READ_PROBE * 4)[:READ_PROBE_TOKENS])
         self._update_info(drafter)
         progress("ready", 1.0)
 
@@ -248,7 +243,6 @@ class LocalEngine:
         session = session_drafter(drafter)
         dm = draft_model(drafter)
         draft_layers = dm.gpu_layers if dm is not None else 0
-        read = self.decoder.policy.costs.read_cost() if self.decoder is not None else None
         self.info = EngineInfo(
             target_name=t.name,
             draft_name=drafter.name,
@@ -261,7 +255,6 @@ class LocalEngine:
             chat_template=t.chat_template is not None,
             backend="local",
             alternatives=True,
-            read_tokens_per_s=1.0 / read[1] if read is not None and read[1] > 0 else None,
             notes=(session.store_note,) if session is not None and session.store_note else (),
         )
 

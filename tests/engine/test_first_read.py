@@ -131,16 +131,3 @@ def test_a_bad_budget_reads_the_least_window(model):
         fp = build_fim_prompt(model, req, 64, FirstRead([], TOKEN_S))
         assert fp.prefix_start > 0  # the least window: the cursor's line and MIN_READ_PREFIX tokens
         assert _reads(fp, []) <= MIN_READ_PREFIX + 32
-
-
-def test_the_read_cost_is_known_at_load_so_a_sessions_first_request_reads_within_its_budget(
-        engine_factory, models):
-    """A session's first request may come after a move (a jump, a click): its first read is
-    bounded as any later one's, not the whole window because no read had been timed yet."""
-    eng = engine_factory(models.demo)
-    cost = eng.decoder.policy.costs.read_cost()
-    assert cost is not None and cost[1] > 0  # measured in the load
-    assert eng.decoder.cached == []  # the timed read is forgotten: nothing of it is reused
-    budget = cost[0] + 40 * cost[1]  # what reading 40 tokens costs
-    first = eng.run(CompletionRequest(prefix=_at(FILE, 300), max_tokens=4, first_read_s=budget)).stats
-    assert first.prompt_tokens_decoded <= 40 + 16 and first.prompt_cut_chars > 0

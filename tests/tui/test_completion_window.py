@@ -50,7 +50,6 @@ def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
         MIN_WINDOW_CHARS,
         PREFIX_CHARS,
         READ_BUDGET_S,
-        SEED_CHARS_PER_TOKEN,
         Completer,
         CompletionOptions,
         PrefixWindow,
@@ -71,16 +70,6 @@ def test_the_window_holds_what_the_engine_reads_in_the_read_budget():
     slow = PrefixWindow()
     slow.observe(6000, _read(1800, 1800, 60.0))  # a big model on a CPU: never below the floor
     assert slow.chars == MIN_WINDOW_CHARS
-    # Before any read is observed, the engine's own read at load sizes it (tokens a second)
-    seeded = PrefixWindow()
-    seeded.seed(None)  # an engine that did not time one (a server)
-    assert seeded.rate is None and seeded.chars == PREFIX_CHARS
-    seeded.seed(400.0)  # 1,200 characters a second at 3 a token
-    assert seeded.rate == 400.0 * SEED_CHARS_PER_TOKEN and seeded.chars == 2500
-    seeded.seed(20_000.0)  # only before anything is known
-    assert seeded.chars == 2500
-    seeded.observe(2500, _read(750, 750, 0.25))  # then reads refine it as ever
-    assert seeded.chars == PREFIX_CHARS
 
     completer = Completer(CompletionOptions.from_config())
     completer.window.observe(6000, _read(1800, 1800, 6.0))  # what the engine reported

@@ -93,7 +93,6 @@ FIRST_READ_S = 0.2
 MIN_WINDOW_CHARS = 1500
 WINDOW_STEP_CHARS = 500
 MIN_READ_TOKENS = 64  # a shorter read says little about the engine's rate
-SEED_CHARS_PER_TOKEN = 3.0  # code, for a rate in tokens before a read tells characters a token
 WINDOW_HYSTERESIS = 0.25  # a new size must differ by this share (each change is a full re-read)
 
 
@@ -115,24 +114,10 @@ class PrefixWindow:
             return
         rate = decoded / seconds * prefix_chars / tokens
         self.rate = rate if self.rate is None else 0.7 * self.rate + 0.3 * rate
-        want = self._fitting()
+        want = round(self.rate * READ_BUDGET_S / WINDOW_STEP_CHARS) * WINDOW_STEP_CHARS
+        want = max(MIN_WINDOW_CHARS, min(PREFIX_CHARS, want))
         if abs(want - self.chars) > WINDOW_HYSTERESIS * self.chars:
             self.chars = want
-
-    def seed(self, tokens_per_s: float | None) -> None:
-        """Size the window from the engine's own timed read (EngineInfo.read_tokens_per_s) before
-        any read is observed. Otherwise the first window read whole (a grow-back after the
-        session's first move: seconds on a CPU) was the full one, and the size that read taught
-        then dropped it: the next requests there read a short window again."""
-        if tokens_per_s is None or tokens_per_s <= 0 or self.rate is not None:
-            return
-        self.rate = tokens_per_s * SEED_CHARS_PER_TOKEN
-        self.chars = self._fitting()
-
-    def _fitting(self) -> int:
-        assert self.rate is not None
-        want = round(self.rate * READ_BUDGET_S / WINDOW_STEP_CHARS) * WINDOW_STEP_CHARS
-        return max(MIN_WINDOW_CHARS, min(PREFIX_CHARS, want))
 
 
 class Completer:
